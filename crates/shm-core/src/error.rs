@@ -1,0 +1,149 @@
+//! Typed errors of the crate.
+
+use std::io;
+
+/// Why a segment header (or a segment as a whole) was rejected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HeaderError {
+    /// Fewer bytes than a header needs.
+    #[error("segment too small for a header: {len} bytes, need {need}")]
+    TooSmall {
+        /// Bytes available.
+        len: u64,
+        /// Bytes needed.
+        need: u64,
+    },
+    /// The magic bytes do not match: not a segment of this library.
+    #[error("bad magic: not a shm-core segment")]
+    BadMagic,
+    /// A layout version this build does not understand.
+    #[error("unsupported layout version {0}")]
+    UnsupportedVersion(u32),
+    /// The header checksum does not match its contents.
+    #[error("header checksum mismatch")]
+    BadChecksum,
+    /// The creator has not finished initialising the segment.
+    #[error("segment is not initialised yet")]
+    NotReady,
+    /// A header field is out of range or inconsistent with another.
+    #[error("invalid header field `{field}`: {reason}")]
+    BadField {
+        /// Field name.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+}
+
+/// Errors of segment, participant, lock and reference-count operations.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A system call failed.
+    #[error("{op}: {source}")]
+    Sys {
+        /// What was being done.
+        op: &'static str,
+        /// The OS error.
+        #[source]
+        source: io::Error,
+    },
+    /// The segment header is invalid (truncated, corrupted, or foreign).
+    #[error("invalid segment header: {0}")]
+    Header(#[from] HeaderError),
+    /// The shared-memory object is not a regular file.
+    #[error("not a regular shared-memory object")]
+    NotRegularFile,
+    /// The object is owned by another user or accessible to group/others.
+    #[error("permission model violated: {0}")]
+    Permission(&'static str),
+    /// A name or prefix contains forbidden characters or is too long.
+    #[error("invalid segment name or prefix: {0:?}")]
+    InvalidName(String),
+    /// A requested size is zero, too large, or not representable.
+    #[error("invalid size: {0}")]
+    InvalidSize(&'static str),
+    /// An offset/length pair falls outside the usable data region, or is
+    /// misaligned for the requested type.
+    #[error("offset {offset:#x}+{len} out of bounds or misaligned (data {start:#x}..{end:#x})")]
+    OutOfBounds {
+        /// Requested offset.
+        offset: u64,
+        /// Requested length.
+        len: u64,
+        /// Start of the data region.
+        start: u64,
+        /// End of the usable data region.
+        end: u64,
+    },
+    /// The segment was opened read-only and the operation writes.
+    #[error("segment is mapped read-only")]
+    ReadOnly,
+    /// All participant slots of the segment are taken by live processes.
+    #[error("participant registry is full")]
+    RegistryFull,
+    /// The segment is being removed by a garbage collector.
+    #[error("segment is being removed")]
+    Busy,
+    /// The named segment no longer exists (e.g. removed while opening).
+    #[error("segment not found")]
+    NotFound,
+    /// A lock operation failed.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// A reference-count operation failed.
+    #[error(transparent)]
+    RefCount(#[from] RefCountError),
+}
+
+impl Error {
+    pub(crate) fn sys(op: &'static str) -> impl FnOnce(io::Error) -> Error {
+        move |source| Error::Sys { op, source }
+    }
+    pub(crate) fn errno(op: &'static str) -> impl FnOnce(rustix::io::Errno) -> Error {
+        move |e| Error::Sys {
+            op,
+            source: io::Error::from_raw_os_error(e.raw_os_error()),
+        }
+    }
+}
+
+/// Errors of lock operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum LockError {
+    /// The lock is held by a live owner (`try_lock`).
+    #[error("lock is held")]
+    WouldBlock,
+    /// The deadline passed before the lock was acquired.
+    #[error("timed out waiting for the lock")]
+    Timeout,
+    /// This participant already holds the lock; locking again would deadlock.
+    #[error("lock already held by this participant")]
+    WouldDeadlock,
+    /// The lock belongs to a different segment than the participant.
+    #[error("lock is not inside the participant's segment")]
+    ForeignLock,
+}
+
+/// Errors of reference-count operations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RefCountError {
+    /// The object was already reclaimed (or never initialised).
+    #[error("object already reclaimed")]
+    Reclaimed,
+    /// `init` on an object that is live.
+    #[error("object is live; cannot re-initialise")]
+    AlreadyLive,
+    /// This participant holds no reference to release.
+    #[error("participant holds no reference")]
+    NotHeld,
+    /// The per-participant count would overflow `u32`.
+    #[error("reference count overflow")]
+    Overflow,
+}
+
+/// Crate result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
