@@ -1,1 +1,72 @@
-fn main() {}
+//! Project automation: `cargo xtask ci | fuzz | miri | bench`.
+//!
+//! Every subcommand runs the same tools a developer would run by hand, in
+//! the workspace root, and stops at the first failure with its output.
+
+mod bench;
+mod fuzz;
+mod miri;
+mod step;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use step::{Step, cargo};
+
+const USAGE: &str = "usage: cargo xtask <command>
+
+commands:
+  ci                         fmt, clippy, tests, docs, loom, miri and a fuzz smoke run
+  miri                       unit tests of the crates that contain unsafe, under Miri
+  fuzz [--seconds N] [TARGET] run the cargo-fuzz targets (default 60 s each)
+  bench                      run the benchmarks and report ratios to their baselines";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("ci") => ci(),
+        Some("miri") => miri::run(),
+        Some("fuzz") => fuzz::parse_args(&args[1..]).and_then(|(secs, target)| fuzz::run(secs, target.as_deref())),
+        Some("bench") => bench::run(&args[1..]),
+        Some("-h" | "--help" | "help") => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        _ => Err(format!("unknown or missing command\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root (the parent of this crate's directory).
+pub(crate) fn root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
+}
+
+fn ci() -> Result<(), String> {
+    let started = std::time::Instant::now();
+    Step::new("fmt", cargo(["fmt", "--all", "--check"])).run()?;
+    Step::new(
+        "clippy",
+        cargo(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]),
+    )
+    .run()?;
+    let test_log = Step::new("test", cargo(["test", "--workspace"])).run()?;
+    let (passed, failed) = step::count_tests(&test_log);
+    Step::new("doc", cargo(["doc", "--workspace", "--no-deps"]))
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .run()?;
+    miri::run()?;
+    fuzz::run(20, None)?;
+    println!(
+        "ci: all steps passed in {:.0?}\ntests: {passed} passed, {failed} failed",
+        started.elapsed()
+    );
+    Ok(())
+}

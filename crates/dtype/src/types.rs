@@ -300,7 +300,7 @@ impl Type {
     /// A fixed-size string of `size` bytes.
     pub fn fixed_string(size: usize, encoding: StringEncoding) -> Result<Type, TypeError> {
         let unit = encoding.unit_size();
-        if size % unit != 0 {
+        if !size.is_multiple_of(unit) {
             return Err(TypeError::FixedStringSize {
                 size,
                 unit,

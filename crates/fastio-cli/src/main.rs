@@ -1,0 +1,48 @@
+//! The `fastio` command-line tool.
+//!
+//! Each subcommand is a thin front on one library layer:
+//! `fastio dtype` on `dtype`.
+
+#![forbid(unsafe_code)]
+
+mod dtype_cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Zero-copy typed N-dimensional data between processes.
+#[derive(Parser)]
+#[command(name = "fastio", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Datashape types: parse, print canonically, show the layout.
+    #[command(subcommand)]
+    Dtype(dtype_cmd::DtypeCommand),
+}
+
+/// A failure to report: the text goes to stderr as is, then the process
+/// exits with `code`.
+pub(crate) struct Failure {
+    pub(crate) message: String,
+    pub(crate) code: u8,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Dtype(cmd) => dtype_cmd::run(cmd),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("fastio: {}", failure.message);
+            ExitCode::from(failure.code)
+        }
+    }
+}

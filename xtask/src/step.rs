@@ -1,0 +1,125 @@
+//! Running one named step: a command whose output is logged to a file,
+//! summarised on success and printed in full on failure.
+
+use std::fs::File;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use crate::root;
+
+/// A `cargo` command with the given arguments, run in the workspace root.
+pub(crate) fn cargo<I, S>(args: I) -> Command
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.args(args).current_dir(root());
+    cmd
+}
+
+/// A `cargo +nightly` command. Runs through rustup so the toolchain
+/// override applies even when `CARGO` points at a stable cargo.
+pub(crate) fn cargo_nightly<I, S>(args: I) -> Command
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut cmd = Command::new("rustup");
+    cmd.args(["run", "nightly", "cargo"]).args(args).current_dir(root());
+    // Cargo run by xtask inherits stable's RUSTC etc.; drop them.
+    for var in ["CARGO", "RUSTC", "RUSTDOC", "RUSTUP_TOOLCHAIN", "CARGO_MANIFEST_DIR"] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// One step of a run.
+pub(crate) struct Step {
+    name: String,
+    command: Command,
+}
+
+impl Step {
+    pub(crate) fn new(name: impl Into<String>, command: Command) -> Step {
+        Step {
+            name: name.into(),
+            command,
+        }
+    }
+
+    pub(crate) fn env(mut self, key: &str, value: &str) -> Step {
+        self.command.env(key, value);
+        self
+    }
+
+    /// Runs the step; returns its output (stdout and stderr interleaved).
+    pub(crate) fn run(mut self) -> Result<String, String> {
+        let dir = root().join("target").join("xtask-logs");
+        std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+        let log_path: PathBuf = dir.join(format!("{}.log", self.name.replace(['/', ' '], "_")));
+        let log = File::create(&log_path).map_err(|e| format!("create {}: {e}", log_path.display()))?;
+        let log2 = log.try_clone().map_err(|e| e.to_string())?;
+        let started = Instant::now();
+        let status = self
+            .command
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2)
+            .status()
+            .map_err(|e| format!("{}: could not start {:?}: {e}", self.name, self.command))?;
+        let output = std::fs::read_to_string(&log_path).unwrap_or_default();
+        let secs = started.elapsed().as_secs_f64();
+        if status.success() {
+            println!("[ok]   {:<24} {secs:>7.1} s", self.name);
+            Ok(output)
+        } else {
+            println!("[FAIL] {:<24} {secs:>7.1} s  ({status})", self.name);
+            println!("----- output of step {} ({}) -----", self.name, log_path.display());
+            println!("{output}");
+            println!("----- end of output of step {} -----", self.name);
+            Err(format!("step {} failed", self.name))
+        }
+    }
+}
+
+/// Sums libtest's `test result:` lines: (passed, failed).
+pub(crate) fn count_tests(log: &str) -> (u64, u64) {
+    let mut passed = 0;
+    let mut failed = 0;
+    for line in log.lines().filter(|l| l.starts_with("test result:")) {
+        for part in line.split([';', '.']) {
+            let mut words = part.split_whitespace().rev();
+            let (Some(label), Some(n)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let n: u64 = n.parse().unwrap_or(0);
+            match label {
+                "passed" => passed += n,
+                "failed" => failed += n,
+                _ => {}
+            }
+        }
+    }
+    (passed, failed)
+}
+
+/// Whether `program args...` runs and exits 0 (output discarded).
+pub(crate) fn succeeds(mut cmd: Command) -> bool {
+    cmd.stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .stdin(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts_libtest_summaries() {
+        let log = "running 3 tests\ntest result: ok. 3 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.1s\n\
+                   test result: FAILED. 2 passed; 5 failed; 0 ignored; 0 measured; 0 filtered out\n";
+        assert_eq!(super::count_tests(log), (5, 5));
+    }
+}
