@@ -84,7 +84,11 @@ pub(crate) fn run(seconds: u64, only: Option<&str>) -> Result<(), String> {
         None => all,
     };
     ensure_cargo_fuzz()?;
-    Step::new("fuzz build", cargo_nightly(["fuzz", "build"])).run()?;
+    let mut build = vec!["fuzz", "build"];
+    if let [one] = selected.as_slice() {
+        build.push(one);
+    }
+    Step::new("fuzz build", cargo_nightly(build)).run()?;
     for target in selected {
         let corpus = root().join("fuzz").join("corpus").join(&target);
         copy_seeds(&target, &corpus)?;
