@@ -101,12 +101,6 @@ impl Error {
     pub(crate) fn sys(op: &'static str) -> impl FnOnce(io::Error) -> Error {
         move |source| Error::Sys { op, source }
     }
-    pub(crate) fn errno(op: &'static str) -> impl FnOnce(rustix::io::Errno) -> Error {
-        move |e| Error::Sys {
-            op,
-            source: io::Error::from_raw_os_error(e.raw_os_error()),
-        }
-    }
 }
 
 /// Errors of lock operations.

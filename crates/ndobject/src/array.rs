@@ -1,0 +1,622 @@
+//! The [`Array`]: a type, per-dimension metadata, a data offset into a
+//! memory block, and access flags.
+
+use std::ptr::NonNull;
+
+use dtype::{Type, TypeKind};
+
+use crate::block::{BLOCK_ALIGN, MemoryBlock};
+use crate::element::{Element, Scalar, Storage};
+use crate::error::{Error, Result};
+use crate::flags::AccessFlags;
+
+/// An N-dimensional array: a view of typed data in a [`MemoryBlock`].
+///
+/// The leading dimensions are strided (their sizes and byte strides are
+/// the array's metadata); the element type below them is any fixed-size
+/// [`dtype::Type`]. Cloning, indexing, slicing, transposing and reshaping
+/// make new views of the same block; the block lives while any view does.
+///
+/// ```
+/// use ndobject::{Array, Index};
+/// let a = Array::from_slice(&[1i32, 2, 3, 4, 5, 6], &[2, 3])?;
+/// assert_eq!(a.dtype().to_string(), "strided * strided * int32");
+/// let row = a.index(1)?;                  // a view: no copy
+/// assert_eq!(row.to_vec::<i32>()?, [4, 5, 6]);
+/// assert_eq!(a.block().refcount(), 2);
+/// let col = a.view(&[Index::all(), Index::at(-1)])?;
+/// assert_eq!(col.to_vec::<i32>()?, [3, 6]);
+/// drop(a);                                // views keep the data alive
+/// assert_eq!(row.get::<i32>(&[2])?, 6);
+/// # Ok::<(), ndobject::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Array {
+    pub(crate) element: Type,
+    pub(crate) shape: Vec<usize>,
+    pub(crate) strides: Vec<isize>,
+    pub(crate) offset: usize,
+    pub(crate) block: MemoryBlock,
+    pub(crate) flags: AccessFlags,
+    /// The pool holding string bytes and `var` elements of the element type.
+    pub(crate) pool: Option<MemoryBlock>,
+}
+
+impl std::fmt::Debug for Array {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Array")
+            .field("dtype", &self.dtype().to_string())
+            .field("shape", &self.shape)
+            .field("strides", &self.strides)
+            .field("offset", &self.offset)
+            .field("flags", &self.flags)
+            .field("block", &self.block)
+            .finish()
+    }
+}
+
+pub(crate) fn c_strides(shape: &[usize], elem: usize) -> Result<Vec<isize>> {
+    let mut strides = vec![0isize; shape.len()];
+    let mut acc = elem;
+    for (s, n) in strides.iter_mut().zip(shape).rev() {
+        *s = isize::try_from(acc).map_err(|_| Error::Overflow(format!("shape {shape:?}")))?;
+        acc = acc
+            .checked_mul(*n)
+            .filter(|a| *a <= isize::MAX as usize)
+            .ok_or_else(|| Error::Overflow(format!("shape {shape:?}")))?;
+    }
+    Ok(strides)
+}
+
+pub(crate) fn checked_numel(shape: &[usize]) -> Result<usize> {
+    shape
+        .iter()
+        .try_fold(1usize, |a, n| a.checked_mul(*n))
+        .ok_or_else(|| Error::Overflow(format!("shape {shape:?}")))
+}
+
+fn element_size(element: &Type) -> Result<usize> {
+    element
+        .data_size()
+        .ok_or_else(|| Error::TypeMismatch(format!("element type {element} has no fixed size")))
+}
+
+impl Array {
+    /// Checks that every element lies inside the block and builds the view.
+    pub(crate) fn build(
+        block: MemoryBlock,
+        offset: usize,
+        element: Type,
+        shape: Vec<usize>,
+        strides: Vec<isize>,
+        flags: AccessFlags,
+        pool: Option<MemoryBlock>,
+    ) -> Result<Array> {
+        let elem = element_size(&element)?;
+        let block_len = block.len();
+        if !shape.contains(&0) {
+            let (mut lo, mut hi) = (offset as i128, offset as i128 + elem as i128);
+            for (n, s) in shape.iter().zip(&strides) {
+                let span = (*n as i128 - 1) * *s as i128;
+                if span < 0 {
+                    lo += span;
+                } else {
+                    hi += span;
+                }
+            }
+            if lo < 0 || hi > block_len as i128 {
+                return Err(Error::OutOfBlock {
+                    offset,
+                    len: (hi - lo).max(0) as usize,
+                    block_len,
+                });
+            }
+        } else if offset > block_len {
+            return Err(Error::OutOfBlock {
+                offset,
+                len: 0,
+                block_len,
+            });
+        }
+        Ok(Array {
+            element,
+            shape,
+            strides,
+            offset,
+            block,
+            flags,
+            pool,
+        })
+    }
+
+    fn flags_for(block: &MemoryBlock) -> AccessFlags {
+        if block.is_frozen() {
+            AccessFlags::READ_IMMUTABLE
+        } else if block.is_writable() {
+            AccessFlags::READ_WRITE
+        } else {
+            AccessFlags::READ
+        }
+    }
+
+    /// A zero-filled array of `element` values and the given shape
+    /// (strings are empty, `var` dimensions have no elements).
+    pub fn zeros(element: Type, shape: &[usize]) -> Result<Array> {
+        let elem = element_size(&element)?;
+        let bytes = checked_numel(shape)?
+            .checked_mul(elem)
+            .ok_or_else(|| Error::Overflow(format!("shape {shape:?}")))?;
+        let strides = c_strides(shape, elem)?;
+        let block = MemoryBlock::zeroed(bytes)?;
+        let pool = element.has_blockref().then(MemoryBlock::pool);
+        if pool.is_some() {
+            // Empty strings and empty var elements are valid in an empty pool;
+            // a finalized empty pool lets `var` views be taken too.
+            if let Some(p) = &pool
+                && !matches!(element.kind(), TypeKind::String(_) | TypeKind::Bytes)
+            {
+                p.pool_finalize()?;
+            }
+        }
+        Array::build(block, 0, element, shape.to_vec(), strides, AccessFlags::READ_WRITE, pool)
+    }
+
+    /// An array over `byte_offset..` of `block`, C-contiguous, of the given
+    /// element type and shape. If the data address is not aligned for
+    /// `element`, the array's element type is `unaligned[element]`.
+    ///
+    /// ```
+    /// use ndobject::{Array, MemoryBlock};
+    /// let block = MemoryBlock::from_owner(vec![0u8, 1, 0, 0, 0, 2, 0, 0, 0]);
+    /// let a = Array::from_block(&block, 1, "int32".parse().unwrap(), &[2])?;
+    /// assert_eq!(a.element_type().to_string(), "unaligned[int32]");
+    /// assert_eq!(a.to_vec::<i32>()?, [1, 2]);
+    /// # Ok::<(), ndobject::Error>(())
+    /// ```
+    pub fn from_block(block: &MemoryBlock, byte_offset: usize, element: Type, shape: &[usize]) -> Result<Array> {
+        if element.has_blockref() {
+            return Err(Error::TypeMismatch(format!(
+                "{element} refers to other memory; raw blocks hold plain data only"
+            )));
+        }
+        let elem = element_size(&element)?;
+        let strides = c_strides(shape, elem)?;
+        let (base, _) = block.data_range()?;
+        let addr = (base.as_ptr() as usize).wrapping_add(byte_offset);
+        let element = if addr % element.alignment() != 0 {
+            Type::unaligned(element).map_err(|e| Error::TypeMismatch(e.to_string()))?
+        } else {
+            element
+        };
+        Array::build(
+            block.clone(),
+            byte_offset,
+            element,
+            shape.to_vec(),
+            strides,
+            Array::flags_for(block),
+            None,
+        )
+    }
+
+    /// An owned, writable, aligned array from the raw bytes of its
+    /// elements in C order (copied once).
+    pub fn from_bytes(element: Type, shape: &[usize], bytes: Vec<u8>) -> Result<Array> {
+        let a = Array::zeros(element.clone(), shape)?;
+        if a.pool.is_some() {
+            return Err(Error::TypeMismatch(format!(
+                "{element} refers to other memory; raw bytes hold plain data only"
+            )));
+        }
+        let expected = a.byte_span();
+        if bytes.len() != expected {
+            return Err(Error::SizeMismatch {
+                what: format!("{shape:?} of {element}"),
+                expected,
+                actual: bytes.len(),
+            });
+        }
+        a.with_write(|base| {
+            // SAFETY: `a` is C-contiguous over exactly `expected` bytes
+            // starting at `base` (a fresh block of that size).
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.as_ptr(), expected) };
+        })?;
+        Ok(a)
+    }
+
+    /// An owned array holding a copy of `data` with the given shape.
+    pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Result<Array> {
+        let a = Array::zeros(Type::primitive(T::PRIMITIVE), shape)?;
+        if data.len() != a.len() {
+            return Err(Error::SizeMismatch {
+                what: format!("shape {shape:?}"),
+                expected: a.len(),
+                actual: data.len(),
+            });
+        }
+        a.with_write(|base| {
+            // SAFETY: the block holds `data.len()` aligned (BLOCK_ALIGN)
+            // elements of `T` contiguously from `base`; `T` is a primitive
+            // with no padding.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), base.as_ptr().cast::<T>(), data.len()) };
+        })?;
+        Ok(a)
+    }
+
+    /// An owned array holding the values of `data` (see [`Array::from_slice`]).
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Array> {
+        Array::from_slice(&data, shape)
+    }
+
+    /// A 0-dimensional array holding one value (embedded in its block).
+    pub fn scalar<T: Element>(value: T) -> Array {
+        // One element always fits in the embedded storage.
+        Array::from_slice(&[value], &[]).unwrap_or_else(|_| unreachable!("a scalar always fits"))
+    }
+
+    /// The type below the strided dimensions.
+    pub fn element_type(&self) -> &Type {
+        &self.element
+    }
+
+    /// The whole type: `strided *` per dimension, then the element type.
+    pub fn dtype(&self) -> Type {
+        self.shape
+            .iter()
+            .fold(self.element.clone(), |t, _| Type::strided_dim(t))
+    }
+
+    /// Sizes of the dimensions.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// Byte strides of the dimensions (may be negative or zero).
+    pub fn strides(&self) -> &[isize] {
+        &self.strides
+    }
+
+    /// Number of dimensions.
+    pub fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Whether the array has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The access flags.
+    pub fn flags(&self) -> AccessFlags {
+        self.flags
+    }
+
+    /// The memory block that owns the data.
+    pub fn block(&self) -> &MemoryBlock {
+        &self.block
+    }
+
+    /// The pool that holds the bytes of strings and `var` elements, if any.
+    pub fn pool(&self) -> Option<&MemoryBlock> {
+        self.pool.as_ref()
+    }
+
+    /// Byte offset of the first element within the block.
+    pub fn byte_offset(&self) -> usize {
+        self.offset
+    }
+
+    /// The data pointer's address (block start + offset), for display.
+    pub fn data_address(&self) -> usize {
+        self.block
+            .data_range()
+            .map(|(p, _)| p.as_ptr() as usize + self.offset)
+            .unwrap_or(0)
+    }
+
+    pub(crate) fn elem_size(&self) -> usize {
+        self.element.data_size().unwrap_or(0)
+    }
+
+    fn byte_span(&self) -> usize {
+        self.len() * self.elem_size()
+    }
+
+    /// Whether elements are laid out densely in C order.
+    pub fn is_c_contiguous(&self) -> bool {
+        let mut expected = self.elem_size() as isize;
+        for (n, s) in self.shape.iter().zip(&self.strides).rev() {
+            if *n > 1 && *s != expected {
+                return false;
+            }
+            expected *= *n as isize;
+        }
+        true
+    }
+
+    /// A view that may not be written.
+    pub fn read_only(&self) -> Array {
+        let mut a = self.clone();
+        a.flags = a.flags.without_write();
+        a
+    }
+
+    /// Makes this array's data immutable for good: succeeds only when no
+    /// other view or handle shares its memory block (and pool), so no one
+    /// can write it any more. Gives the array back unchanged on failure.
+    pub fn into_immutable(self) -> std::result::Result<Array, Array> {
+        if self.flags.is_immutable() {
+            return Ok(self);
+        }
+        if !self.block.freeze_unique(0) {
+            return Err(self);
+        }
+        if let Some(p) = &self.pool
+            && p.refcount() == 1
+            && !p.is_frozen()
+        {
+            let _ = p.pool_finalize();
+        }
+        let mut a = self;
+        a.flags = AccessFlags::READ_IMMUTABLE;
+        Ok(a)
+    }
+
+    /// Byte offsets of all elements, in C order.
+    pub(crate) fn element_offsets(&self) -> Vec<usize> {
+        let n = self.len();
+        let mut out = Vec::with_capacity(n);
+        if n == 0 {
+            return out;
+        }
+        let nd = self.shape.len();
+        let mut idx = vec![0usize; nd];
+        let mut off = self.offset as isize;
+        loop {
+            out.push(off as usize);
+            let mut d = nd;
+            loop {
+                if d == 0 {
+                    return out;
+                }
+                d -= 1;
+                idx[d] += 1;
+                off += self.strides[d];
+                if idx[d] < self.shape[d] {
+                    break;
+                }
+                off -= self.strides[d] * self.shape[d] as isize;
+                idx[d] = 0;
+            }
+        }
+    }
+
+    /// Byte offset of the element at `index` (one entry per dimension).
+    pub(crate) fn offset_of(&self, index: &[usize]) -> Result<usize> {
+        if index.len() != self.shape.len() {
+            return Err(Error::InvalidIndex(format!(
+                "{} indices for {} dimensions",
+                index.len(),
+                self.shape.len()
+            )));
+        }
+        let mut off = self.offset as isize;
+        for (dim, ((i, n), s)) in index.iter().zip(&self.shape).zip(&self.strides).enumerate() {
+            if *i >= *n {
+                return Err(Error::IndexOutOfRange {
+                    index: *i as isize,
+                    dim,
+                    size: *n,
+                });
+            }
+            off += *i as isize * *s;
+        }
+        Ok(off as usize)
+    }
+
+    /// Runs `f` with the block's base pointer under the read protocol.
+    pub(crate) fn with_read<R>(&self, f: impl FnOnce(NonNull<u8>) -> R) -> Result<R> {
+        if !self.flags.contains(AccessFlags::READ) {
+            return Err(Error::NotWritable("the array has no read access"));
+        }
+        let (base, _) = self.block.data_range()?;
+        let _guard = self.block.read_guard();
+        Ok(f(base))
+    }
+
+    /// Runs `f` with the block's base pointer under the write protocol.
+    pub(crate) fn with_write<R>(&self, f: impl FnOnce(NonNull<u8>) -> R) -> Result<R> {
+        if self.flags.is_immutable() {
+            return Err(Error::NotWritable("the array is immutable"));
+        }
+        if !self.flags.is_writable() {
+            return Err(Error::NotWritable("the array is read-only"));
+        }
+        let (base, _) = self.block.data_range()?;
+        let _guard = self.block.write_guard()?;
+        Ok(f(base))
+    }
+
+    pub(crate) fn storage(&self) -> Result<Storage> {
+        Storage::of(&self.element)
+            .ok_or_else(|| Error::TypeMismatch(format!("{} is not a primitive type", self.element)))
+    }
+
+    /// The element at `index`, widened to a [`Scalar`].
+    pub fn get_scalar(&self, index: &[usize]) -> Result<Scalar> {
+        let storage = self.storage()?;
+        let off = self.offset_of(index)?;
+        let mut buf = [0u8; 16];
+        let n = storage.primitive.size();
+        self.with_read(|base| {
+            // SAFETY: `off..off + n` is inside the block (checked when the
+            // view was built, and `offset_of` bounds-checks the index).
+            unsafe { std::ptr::copy_nonoverlapping(base.as_ptr().add(off), buf.as_mut_ptr(), n) }
+        })?;
+        Ok(storage.decode(&buf))
+    }
+
+    /// The element at `index` as a `T`, whose primitive must be the
+    /// element type's (seen through byte order and alignment).
+    pub fn get<T: Element>(&self, index: &[usize]) -> Result<T> {
+        self.check_primitive::<T>()?;
+        Ok(T::from_scalar(self.get_scalar(index)?))
+    }
+
+    /// Stores `value` at `index`.
+    pub fn set<T: Element>(&self, index: &[usize], value: T) -> Result<()> {
+        self.check_primitive::<T>()?;
+        let storage = self.storage()?;
+        let off = self.offset_of(index)?;
+        let mut buf = [0u8; 16];
+        storage.encode(value.to_scalar(), &mut buf);
+        let n = storage.primitive.size();
+        self.with_write(|base| {
+            // SAFETY: `off..off + n` is inside the block (see `get_scalar`);
+            // we hold the block's write guard.
+            unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), base.as_ptr().add(off), n) }
+        })
+    }
+
+    fn check_primitive<T: Element>(&self) -> Result<()> {
+        match self.storage()?.primitive {
+            p if p == T::PRIMITIVE => Ok(()),
+            p => Err(Error::TypeMismatch(format!(
+                "elements are {p}, not {}",
+                T::PRIMITIVE
+            ))),
+        }
+    }
+
+    /// All elements in C order, from any layout.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        self.check_primitive::<T>()?;
+        let storage = self.storage()?;
+        let n = storage.primitive.size();
+        let offsets = self.element_offsets();
+        let mut buf = [0u8; 16];
+        self.with_read(|base| {
+            offsets
+                .iter()
+                .map(|off| {
+                    // SAFETY: every offset from `element_offsets` addresses
+                    // an element inside the block (checked at build time).
+                    unsafe { std::ptr::copy_nonoverlapping(base.as_ptr().add(*off), buf.as_mut_ptr(), n) };
+                    T::from_scalar(storage.decode(&buf))
+                })
+                .collect()
+        })
+    }
+
+    /// The elements as a slice: only when the array is C-contiguous,
+    /// aligned, native-endian, of primitive `T`, and no one can write the
+    /// memory (immutable or read-only external data).
+    pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
+        if !matches!(self.element.kind(), TypeKind::Primitive(p) if *p == T::PRIMITIVE) {
+            return Err(Error::TypeMismatch(format!(
+                "as_slice::<{}> needs aligned native {} elements, not {}",
+                T::PRIMITIVE,
+                T::PRIMITIVE,
+                self.element
+            )));
+        }
+        if !self.is_c_contiguous() {
+            return Err(Error::TypeMismatch("as_slice needs a C-contiguous array".into()));
+        }
+        if self.block.is_writable() {
+            return Err(Error::NotWritable(
+                "as_slice needs memory no one can write; use into_immutable() or to_vec()",
+            ));
+        }
+        let (base, _) = self.block.data_range()?;
+        // SAFETY: the element type is `T`'s primitive, aligned (a plain
+        // primitive type is only given to aligned data), contiguous over
+        // `len()` elements inside the block; the block cannot be written by
+        // anyone (checked above) and lives as long as `self`.
+        Ok(unsafe {
+            std::slice::from_raw_parts(base.as_ptr().add(self.offset).cast::<T>(), self.len())
+        })
+    }
+
+    /// Writes the raw bytes of the elements in C order to `w`, in bounded
+    /// chunks (no full copy in memory).
+    pub fn write_c_order<W: std::io::Write>(&self, w: &mut W) -> std::io::Result<()> {
+        const CHUNK: usize = 1 << 16;
+        let elem = self.elem_size();
+        let io = |e: Error| std::io::Error::other(e.to_string());
+        if self.is_c_contiguous() {
+            let total = self.byte_span();
+            let mut buf = vec![0u8; CHUNK.min(total)];
+            let mut done = 0;
+            while done < total {
+                let n = CHUNK.min(total - done);
+                self.with_read(|base| {
+                    // SAFETY: `offset + done .. + n` lies in the contiguous
+                    // span of the array, inside the block.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(base.as_ptr().add(self.offset + done), buf.as_mut_ptr(), n)
+                    }
+                })
+                .map_err(io)?;
+                w.write_all(&buf[..n])?;
+                done += n;
+            }
+            return Ok(());
+        }
+        let offsets = self.element_offsets();
+        let per = (CHUNK / elem.max(1)).max(1);
+        let mut buf = Vec::with_capacity(per * elem);
+        for chunk in offsets.chunks(per) {
+            buf.clear();
+            buf.resize(chunk.len() * elem, 0);
+            self.with_read(|base| {
+                for (i, off) in chunk.iter().enumerate() {
+                    // SAFETY: each offset addresses an element inside the block.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(base.as_ptr().add(*off), buf.as_mut_ptr().add(i * elem), elem)
+                    }
+                }
+            })
+            .map_err(io)?;
+            w.write_all(&buf)?;
+        }
+        Ok(())
+    }
+
+    /// The raw bytes of the elements in C order.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.byte_span());
+        // Writing to a Vec cannot fail; a read-access error gives no bytes.
+        let _ = self.write_c_order(&mut out);
+        out
+    }
+
+    /// A C-contiguous, aligned, writable copy in a new block. An
+    /// `unaligned[T]` element type becomes `T`.
+    pub fn to_contiguous(&self) -> Array {
+        let element = match self.element.kind() {
+            TypeKind::Unaligned(inner) => inner.clone(),
+            _ => self.element.clone(),
+        };
+        let bytes = self.to_bytes();
+        let mut copy = Array::zeros(element.clone(), &self.shape)
+            .unwrap_or_else(|_| unreachable!("the source's shape and element fit"));
+        copy.pool = self.pool.clone();
+        let _ = copy.with_write(|base| {
+            // SAFETY: the new block holds exactly `bytes.len()` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.as_ptr(), bytes.len()) }
+        });
+        copy
+    }
+
+    /// Checks that this array's data start is aligned for its element type
+    /// (true for every array this crate builds).
+    pub fn is_aligned(&self) -> bool {
+        self.data_address() % self.element.alignment().min(BLOCK_ALIGN) == 0
+    }
+}

@@ -1,0 +1,62 @@
+//! Zero-copy opening: the file is memory-mapped, only the headers are
+//! parsed (O(number of tensors), independent of the data size) and every
+//! tensor is a view into the map, which stays alive as long as any view.
+//!
+//! This module holds the crate's only `unsafe` block.
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use memmap2::Mmap;
+
+use crate::error::Error;
+use crate::read::{ReadOptions, dict_from_shared, parse_slice};
+use crate::tensor::{ParamDict, SharedBytes};
+
+/// Maps a whole file read-only. Empty files are not mapped (a zero-length
+/// mapping is an error on Linux); they give an empty owner.
+pub(crate) fn map_file(file: &File) -> std::io::Result<SharedBytes> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(Arc::new(Vec::<u8>::new()));
+    }
+    // SAFETY: `Mmap::map` is unsafe because the mapped bytes can change
+    // under us if another process modifies or truncates the file while it
+    // is mapped (Rust's `&[u8]` promises immutability; truncation raises
+    // SIGBUS). The mapping is read-only and private to this process; this
+    // crate never writes through it and every access is bounds-checked
+    // against the length observed at mapping time. Parameter files are
+    // written by replacing them atomically (new inode, see `write.rs`),
+    // which leaves existing maps intact. Modifying a file in place while
+    // it is mapped is documented as unsupported on `ParamDict::open_mmap`.
+    let map = unsafe { Mmap::map(file)? };
+    Ok(Arc::new(map))
+}
+
+impl ParamDict {
+    /// Opens a file by memory-mapping it: parses only the headers and gives
+    /// each tensor as a zero-copy view into the map (data pages are read
+    /// by the OS when first touched). Views keep the map alive after the
+    /// dictionary is dropped. A view's data may be unaligned for its type
+    /// ([`Tensor::is_aligned`](crate::Tensor::is_aligned)); copy it with
+    /// [`Tensor::to_owned_copy`](crate::Tensor::to_owned_copy) if needed.
+    ///
+    /// The file must not be modified in place or truncated while mapped
+    /// (replace it atomically instead, as [`ParamDict::write_path`] does).
+    pub fn open_mmap(path: impl AsRef<Path>) -> Result<ParamDict, Error> {
+        ParamDict::open_mmap_with(path, &ReadOptions::default())
+    }
+
+    /// [`open_mmap`](ParamDict::open_mmap) with options.
+    pub fn open_mmap_with(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<ParamDict, Error> {
+        let path = path.as_ref();
+        let run = || -> Result<ParamDict, Error> {
+            let file = File::open(path).map_err(|e| Error::os("open", e))?;
+            let owner = map_file(&file).map_err(|e| Error::os("mmap", e))?;
+            let entries = parse_slice((*owner).as_ref(), opts)?;
+            dict_from_shared(&owner, entries)
+        };
+        run().map_err(|e| e.at_path(path))
+    }
+}

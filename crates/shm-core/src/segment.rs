@@ -1,0 +1,623 @@
+//! Segments: creating, opening, mapping, growing and unlinking shared
+//! memory, and bounds-checked access to its data region.
+//!
+//! A segment is one shared-memory object: a named POSIX object under
+//! `/dev/shm` (created exclusively, mode `0600`, with an unguessable name) or
+//! an anonymous `memfd`. Every process maps the object's whole *reservation*
+//! (`max_total_len`, fixed at creation) once, so growing never moves a
+//! mapping; the accessible length is tracked separately and re-checked on
+//! [`Segment::refresh`].
+
+use std::fmt;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32 as StdU32, AtomicU64 as StdU64, Ordering};
+
+use memmap2::{MmapOptions, MmapRaw};
+
+use crate::error::{Error, HeaderError, Result};
+use crate::header::{self, FLAG_PERSISTENT, HEADER_LEN, HeaderInfo};
+use crate::offset::{Offset, check_range};
+use crate::participant::{ATTACH_BYTE, Participant, ParticipantInfo, SLOT_FREE, Slot};
+use crate::sys;
+
+/// Name prefix used when none is configured.
+pub const DEFAULT_PREFIX: &str = "shmcore";
+/// Random bytes in a generated name (128 bits, 32 hex characters).
+const NAME_RANDOM_BYTES: usize = 16;
+const MAX_PREFIX_LEN: usize = 128;
+
+/// How a segment is mapped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// `PROT_READ | PROT_WRITE`.
+    ReadWrite,
+    /// `PROT_READ` only: writes through the mapping fault.
+    ReadOnly,
+}
+
+/// Parameters of a new segment.
+#[derive(Debug, Clone)]
+pub struct SegmentOptions {
+    prefix: String,
+    data_len: u64,
+    max_data_len: u64,
+    max_participants: u32,
+    persist: bool,
+    allocate: bool,
+}
+
+impl SegmentOptions {
+    /// A segment with `data_len` usable bytes after the header and registry.
+    pub fn new(data_len: u64) -> Self {
+        SegmentOptions {
+            prefix: DEFAULT_PREFIX.to_owned(),
+            data_len,
+            max_data_len: data_len,
+            max_participants: 16,
+            persist: false,
+            allocate: true,
+        }
+    }
+
+    /// Name prefix (`[A-Za-z0-9_.-]`, at most 128 characters). The name is
+    /// `<prefix>-<32 random hex digits>`.
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Largest data length the segment may [`grow`](Segment::grow) to.
+    pub fn max_data_len(mut self, max: u64) -> Self {
+        self.max_data_len = max;
+        self
+    }
+
+    /// Number of participant slots (1..=64; default 16).
+    pub fn max_participants(mut self, n: u32) -> Self {
+        self.max_participants = n;
+        self
+    }
+
+    /// Keep the named object after the creator's handle is dropped (it is
+    /// still removed by [`gc`](crate::reap::gc) once nobody has it open).
+    pub fn persist(mut self, persist: bool) -> Self {
+        self.persist = persist;
+        self
+    }
+
+    /// Allocate backing memory up front with `fallocate` (default `true`).
+    /// With it, exhaustion of `/dev/shm` is an error at creation instead of
+    /// a `SIGBUS` at first touch; without it creation is cheaper.
+    pub fn allocate(mut self, allocate: bool) -> Self {
+        self.allocate = allocate;
+        self
+    }
+
+    fn layout(&self) -> Result<HeaderInfo> {
+        let flags = if self.persist { FLAG_PERSISTENT } else { 0 };
+        HeaderInfo::layout(
+            self.data_len,
+            self.max_data_len,
+            self.max_participants,
+            sys::pid(),
+            sys::euid(),
+            unix_ns(),
+            flags,
+        )
+        .ok_or(Error::InvalidSize("data length, max length or participant count out of range"))
+    }
+}
+
+/// Nanoseconds since the Unix epoch (0 if the clock is before it).
+pub(crate) fn unix_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+        .unwrap_or(0)
+}
+
+/// Checks a name prefix: non-empty, at most 128 of `[A-Za-z0-9_.-]`.
+pub fn validate_prefix(prefix: &str) -> Result<()> {
+    let ok = !prefix.is_empty()
+        && prefix.len() <= MAX_PREFIX_LEN
+        && !prefix.starts_with('.')
+        && prefix
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    if ok { Ok(()) } else { Err(Error::InvalidName(prefix.to_owned())) }
+}
+
+fn validate_name(name: &str) -> Result<&str> {
+    let name = name.strip_prefix('/').unwrap_or(name);
+    if name.len() > 255 || name.contains('/') {
+        return Err(Error::InvalidName(name.to_owned()));
+    }
+    validate_prefix(name)?;
+    Ok(name)
+}
+
+/// State shared by a segment handle and its participants.
+pub(crate) struct Shared {
+    pub(crate) fd: OwnedFd,
+    map: MmapRaw,
+    pub(crate) access: Access,
+    pub(crate) info: HeaderInfo,
+    pub(crate) name: Option<String>,
+    valid_len: StdU64,
+}
+
+impl Shared {
+    fn base(&self) -> *mut u8 {
+        self.map.as_mut_ptr()
+    }
+
+    pub(crate) fn contains(&self, addr: usize, len: usize) -> bool {
+        let base = self.base() as usize;
+        addr >= base && addr.checked_add(len).is_some_and(|end| end <= base + self.map.len())
+    }
+
+    fn header_u32(&self, off: usize) -> &StdU32 {
+        debug_assert!(off + 4 <= HEADER_LEN && off % 4 == 0);
+        // SAFETY: the header lies inside the mapping (validated/created with
+        // total_len >= data_offset > HEADER_LEN), `off` is a 4-aligned offset
+        // inside it and the page-aligned base keeps that alignment. Any bit
+        // pattern is a valid AtomicU32, and all access is atomic.
+        unsafe { &*(self.base().add(off) as *const StdU32) }
+    }
+
+    fn header_u64(&self, off: usize) -> &StdU64 {
+        debug_assert!(off + 8 <= HEADER_LEN && off % 8 == 0);
+        // SAFETY: as for `header_u32`, with 8-byte alignment.
+        unsafe { &*(self.base().add(off) as *const StdU64) }
+    }
+
+    pub(crate) fn slot(&self, slot: u32) -> &Slot {
+        assert!(slot < self.info.max_participants, "slot index out of range");
+        let off = self.info.registry_offset + u64::from(slot) * header::SLOT_SIZE;
+        // SAFETY: the validated header guarantees the registry
+        // [registry_offset, registry_offset + max_participants * 32) lies
+        // before data_offset <= total_len <= mapping length; `off` is 32-byte
+        // aligned (registry_offset = 128). `Slot` is all atomics, valid for
+        // any bit pattern.
+        unsafe { &*(self.base().add(off as usize) as *const Slot) }
+    }
+
+    /// Creates the shared state for a freshly created object `fd`.
+    fn init(fd: OwnedFd, info: HeaderInfo, name: Option<String>, allocate: bool) -> Result<Shared> {
+        if !sys::ofd_try_lock(fd.as_fd(), ATTACH_BYTE, sys::LockKind::Read).map_err(Error::sys("F_OFD_SETLK"))? {
+            return Err(Error::Busy);
+        }
+        if allocate {
+            sys::fallocate(fd.as_fd(), info.total_len).map_err(Error::sys("fallocate"))?;
+        } else {
+            sys::ftruncate(fd.as_fd(), info.total_len).map_err(Error::sys("ftruncate"))?;
+        }
+        let map = map(&fd, info.max_total_len, Access::ReadWrite)?;
+        let bytes = info.encode();
+        // SAFETY: the mapping is at least max_total_len >= HEADER_LEN bytes,
+        // the object was just sized to total_len >= HEADER_LEN, and nobody
+        // else can know the object yet (fresh O_EXCL name or memfd).
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), map.as_mut_ptr(), HEADER_LEN) };
+        let shared = Shared {
+            fd,
+            map,
+            access: Access::ReadWrite,
+            info,
+            name,
+            valid_len: StdU64::new(info.total_len),
+        };
+        shared.header_u32(header::OFF_READY).store(header::READY, Ordering::Release);
+        Ok(shared)
+    }
+
+    /// Validates and maps an existing object.
+    fn attach(fd: OwnedFd, access: Access, name: Option<String>) -> Result<Shared> {
+        let st = sys::fstat(fd.as_fd()).map_err(Error::sys("fstat"))?;
+        if !st.regular {
+            return Err(Error::NotRegularFile);
+        }
+        if st.uid != sys::euid() {
+            return Err(Error::Permission("object is owned by another user"));
+        }
+        if name.is_some() && st.mode & 0o077 != 0 {
+            return Err(Error::Permission("object is accessible to group or others"));
+        }
+        let mut bytes = [0u8; HEADER_LEN];
+        if st.size < HEADER_LEN as u64 {
+            return Err(HeaderError::TooSmall { len: st.size, need: HEADER_LEN as u64 }.into());
+        }
+        sys::pread_exact(fd.as_fd(), &mut bytes, 0).map_err(Error::sys("pread header"))?;
+        let info = header::validate(&bytes, st.size)?;
+        if info.creator_uid != st.uid {
+            return Err(Error::Permission("header creator uid differs from the owner"));
+        }
+        if !sys::ofd_try_lock(fd.as_fd(), ATTACH_BYTE, sys::LockKind::Read).map_err(Error::sys("F_OFD_SETLK"))? {
+            return Err(Error::Busy);
+        }
+        if let Some(n) = &name {
+            // A garbage collector may have unlinked the name between our
+            // open and our attach lock: make sure the name still is us.
+            match sys::stat_name(n) {
+                Ok(now) if now.dev == st.dev && now.ino == st.ino => {}
+                _ => return Err(Error::NotFound),
+            }
+        }
+        let map = map(&fd, info.max_total_len, access)?;
+        let shared = Shared {
+            fd,
+            map,
+            access,
+            info,
+            name,
+            valid_len: StdU64::new(info.data_offset),
+        };
+        shared.refresh()?;
+        Ok(shared)
+    }
+
+    /// Recomputes the accessible length from the header and the object size.
+    fn refresh(&self) -> Result<u64> {
+        let st = sys::fstat(self.fd.as_fd()).map_err(Error::sys("fstat"))?;
+        let total = self.header_u64(header::OFF_TOTAL_LEN).load(Ordering::Acquire);
+        let len = total.min(st.size).min(self.info.max_total_len);
+        if len < self.info.data_offset {
+            return Err(HeaderError::BadField {
+                field: "total_len",
+                reason: "object shrank below the data offset",
+            }
+            .into());
+        }
+        self.valid_len.store(len, Ordering::Release);
+        Ok(len)
+    }
+}
+
+fn map(fd: &OwnedFd, len: u64, access: Access) -> Result<MmapRaw> {
+    let len = usize::try_from(len).map_err(|_| Error::InvalidSize("reservation exceeds address space"))?;
+    let mut opts = MmapOptions::new();
+    opts.len(len);
+    let raw = fd.as_raw_fd();
+    match access {
+        Access::ReadWrite => opts.map_raw(raw),
+        Access::ReadOnly => opts.map_raw_read_only(raw),
+    }
+    .map_err(Error::sys("mmap"))
+}
+
+/// Types that may be placed in a segment and referenced from several
+/// processes at once.
+///
+/// # Safety
+///
+/// Implementors must be valid for every bit pattern (zero in particular),
+/// have no `Drop` glue, and only be mutated through atomic operations
+/// (shared references from many processes must be sound).
+pub unsafe trait ShmType: Sync {}
+
+// SAFETY: all fields are atomics; any bit pattern is a valid (possibly
+// "owned by a dead/invalid token") state that the algorithms handle.
+#[cfg(not(loom))]
+unsafe impl ShmType for crate::ShmMutex {}
+// SAFETY: as above.
+#[cfg(not(loom))]
+unsafe impl ShmType for crate::ShmRwLock {}
+// SAFETY: as above.
+#[cfg(not(loom))]
+unsafe impl ShmType for crate::ShmRefCount {}
+// SAFETY: as above.
+#[cfg(not(loom))]
+unsafe impl ShmType for crate::ShmEvent {}
+// SAFETY: atomics are valid for any bit pattern.
+unsafe impl ShmType for std::sync::atomic::AtomicU32 {}
+// SAFETY: atomics are valid for any bit pattern.
+unsafe impl ShmType for std::sync::atomic::AtomicU64 {}
+// SAFETY: atomics are valid for any bit pattern.
+unsafe impl ShmType for std::sync::atomic::AtomicI64 {}
+
+/// A handle to a mapped segment. See the [crate docs](crate).
+///
+/// The creator of a named segment unlinks it on drop unless
+/// [`SegmentOptions::persist`] or [`Segment::set_unlink_on_drop`] said
+/// otherwise; handles from [`Segment::open`] never unlink.
+pub struct Segment {
+    shared: Arc<Shared>,
+    unlink_on_drop: bool,
+}
+
+impl fmt::Debug for Segment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Segment")
+            .field("name", &self.shared.name)
+            .field("access", &self.shared.access)
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+impl Segment {
+    /// Creates a new named segment under `/dev/shm`.
+    pub fn create(opts: &SegmentOptions) -> Result<Segment> {
+        validate_prefix(&opts.prefix)?;
+        let info = opts.layout()?;
+        for _ in 0..8 {
+            let rand = sys::random_hex(NAME_RANDOM_BYTES).map_err(Error::sys("getrandom"))?;
+            let name = format!("{}-{rand}", opts.prefix);
+            let fd = match sys::shm_create_excl(&name) {
+                Ok(fd) => fd,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(Error::sys("shm_open")(e)),
+            };
+            return match Shared::init(fd, info, Some(name.clone()), opts.allocate) {
+                Ok(shared) => Ok(Segment {
+                    shared: Arc::new(shared),
+                    unlink_on_drop: !opts.persist,
+                }),
+                Err(e) => {
+                    let _ = sys::shm_unlink(&name);
+                    Err(e)
+                }
+            };
+        }
+        Err(Error::InvalidName("could not find a free random name".to_owned()))
+    }
+
+    /// Creates an anonymous segment backed by a `memfd` (nothing appears in
+    /// `/dev/shm`; the memory is freed when the last descriptor and mapping
+    /// go away). Share it by passing [`Segment::as_fd`] to another process
+    /// and [`Segment::from_fd`] there. Shrinking is sealed.
+    pub fn anonymous(opts: &SegmentOptions) -> Result<Segment> {
+        let info = opts.layout()?;
+        let fd = sys::memfd("shm-core").map_err(Error::sys("memfd_create"))?;
+        let shared = Shared::init(fd, info, None, opts.allocate)?;
+        sys::seal_no_shrink(shared.fd.as_fd()).map_err(Error::sys("F_ADD_SEALS"))?;
+        Ok(Segment {
+            shared: Arc::new(shared),
+            unlink_on_drop: false,
+        })
+    }
+
+    /// Opens an existing named segment read-write, validating that it is a
+    /// regular object owned by the current user, not accessible to others,
+    /// and that its header is complete and consistent.
+    pub fn open(name: &str) -> Result<Segment> {
+        Self::open_with(name, Access::ReadWrite)
+    }
+
+    /// Opens an existing named segment with a `PROT_READ` mapping.
+    pub fn open_read_only(name: &str) -> Result<Segment> {
+        Self::open_with(name, Access::ReadOnly)
+    }
+
+    fn open_with(name: &str, access: Access) -> Result<Segment> {
+        let name = validate_name(name)?;
+        let fd = sys::shm_open_existing(name, access == Access::ReadWrite).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::NotFound
+            } else {
+                Error::sys("open shm object")(e)
+            }
+        })?;
+        let shared = Shared::attach(fd, access, Some(name.to_owned()))?;
+        Ok(Segment {
+            shared: Arc::new(shared),
+            unlink_on_drop: false,
+        })
+    }
+
+    /// Adopts a descriptor of a segment (e.g. a `memfd` received from
+    /// another process) after the same validation as [`Segment::open`]
+    /// (minus the mode check: holding the descriptor is the capability).
+    pub fn from_fd(fd: OwnedFd, access: Access) -> Result<Segment> {
+        let shared = Shared::attach(fd, access, None)?;
+        Ok(Segment {
+            shared: Arc::new(shared),
+            unlink_on_drop: false,
+        })
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    /// Registers the calling process as a participant (see
+    /// [`Participant::join`]).
+    pub fn join(&self) -> Result<Participant> {
+        Participant::join(self)
+    }
+
+    /// The object's name under `/dev/shm` (without a leading `/`), or `None`
+    /// for anonymous segments.
+    pub fn name(&self) -> Option<&str> {
+        self.shared.name.as_deref()
+    }
+
+    /// The descriptor of the underlying object.
+    pub fn as_fd(&self) -> BorrowedFd<'_> {
+        self.shared.fd.as_fd()
+    }
+
+    /// The validated static header fields.
+    pub fn info(&self) -> HeaderInfo {
+        self.shared.info
+    }
+
+    /// How this handle maps the segment.
+    pub fn access(&self) -> Access {
+        self.shared.access
+    }
+
+    /// Currently accessible length (header + registry + data).
+    pub fn len(&self) -> u64 {
+        self.shared.valid_len.load(Ordering::Acquire)
+    }
+
+    /// Whether the data region is empty.
+    pub fn is_empty(&self) -> bool {
+        self.data_len() == 0
+    }
+
+    /// Offset of the first data byte.
+    pub fn data_offset(&self) -> Offset {
+        Offset(self.shared.info.data_offset)
+    }
+
+    /// Currently accessible data bytes.
+    pub fn data_len(&self) -> u64 {
+        self.len() - self.shared.info.data_offset
+    }
+
+    /// Grows the data region to `new_data_len` bytes (never shrinks). Other
+    /// processes see the new length after [`Segment::refresh`].
+    pub fn grow(&self, new_data_len: u64) -> Result<()> {
+        if self.shared.access != Access::ReadWrite {
+            return Err(Error::ReadOnly);
+        }
+        let info = &self.shared.info;
+        let total = info
+            .data_offset
+            .checked_add(new_data_len)
+            .filter(|&t| t <= info.max_total_len)
+            .ok_or(Error::InvalidSize("beyond the segment's max_data_len"))?;
+        sys::fallocate(self.shared.fd.as_fd(), total).map_err(Error::sys("fallocate"))?;
+        self.shared.header_u64(header::OFF_TOTAL_LEN).fetch_max(total, Ordering::AcqRel);
+        self.shared.refresh()?;
+        Ok(())
+    }
+
+    /// Re-reads the current length (after another process grew it).
+    pub fn refresh(&self) -> Result<u64> {
+        self.shared.refresh()
+    }
+
+    /// Removes the name now (existing mappings stay valid).
+    pub fn unlink(&self) -> Result<()> {
+        match &self.shared.name {
+            Some(n) => sys::shm_unlink(n).map_err(Error::sys("shm_unlink")),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether dropping this handle unlinks the name.
+    pub fn set_unlink_on_drop(&mut self, unlink: bool) {
+        self.unlink_on_drop = unlink;
+    }
+
+    /// A shared reference to a `T` at `offset` in the data region, after
+    /// checking bounds and alignment. Requires a read-write mapping.
+    pub fn at<T: ShmType>(&self, offset: Offset) -> Result<&T> {
+        if self.shared.access != Access::ReadWrite {
+            return Err(Error::ReadOnly);
+        }
+        let off = check_range(
+            offset,
+            size_of::<T>() as u64,
+            align_of::<T>() as u64,
+            self.shared.info.data_offset,
+            self.len(),
+        )?;
+        // SAFETY: `off..off+size_of::<T>()` is inside the accessible part of
+        // the mapping (checked above; the mapping never moves and is at
+        // least `len()` long), the address is aligned for `T` (page-aligned
+        // base + aligned offset), and `ShmType` guarantees any bit pattern
+        // is a valid `T` that is only mutated atomically.
+        Ok(unsafe { &*(self.shared.base().add(off) as *const T) })
+    }
+
+    /// A pointer to `len` bytes at `offset` in the data region, after a
+    /// bounds check. Dereferencing it is up to the caller.
+    pub fn ptr(&self, offset: Offset, len: u64) -> Result<NonNull<u8>> {
+        let off = check_range(offset, len, 1, self.shared.info.data_offset, self.len())?;
+        // SAFETY: `off` is within the mapping (checked), so the result is a
+        // non-null in-bounds pointer.
+        Ok(unsafe { NonNull::new_unchecked(self.shared.base().add(off)) })
+    }
+
+    /// Copies `src` into the data region at `offset`.
+    ///
+    /// Concurrent unsynchronised writers of the same bytes (in any process)
+    /// produce torn data, not memory unsafety in this process; use the locks
+    /// to serialise.
+    pub fn write_bytes(&self, offset: Offset, src: &[u8]) -> Result<()> {
+        if self.shared.access != Access::ReadWrite {
+            return Err(Error::ReadOnly);
+        }
+        let dst = self.ptr(offset, src.len() as u64)?;
+        // SAFETY: `dst..dst+src.len()` is inside the writable mapping
+        // (bounds checked above, read-write access checked); `src` is a
+        // separate Rust allocation so the ranges do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_ptr(), src.len()) };
+        Ok(())
+    }
+
+    /// Copies bytes at `offset` of the data region into `dst`.
+    pub fn read_bytes(&self, offset: Offset, dst: &mut [u8]) -> Result<()> {
+        let src = self.ptr(offset, dst.len() as u64)?;
+        // SAFETY: the source range is inside the mapping (checked above) and
+        // readable; `dst` is a distinct, exclusively borrowed buffer.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+
+    /// A separate `PROT_READ` mapping of this segment, e.g. to hand out
+    /// read-only views of inputs; writing through it faults.
+    pub fn map_read_only(&self) -> Result<ReadOnlyView> {
+        Ok(ReadOnlyView {
+            map: map(&self.shared.fd, self.shared.info.max_total_len, Access::ReadOnly)?,
+            shared: self.shared.clone(),
+        })
+    }
+
+    /// Snapshot of the participant registry.
+    pub fn participants(&self) -> Vec<ParticipantInfo> {
+        self.shared.participants()
+    }
+
+    /// Number of registry slots marked free (racy).
+    pub fn free_slots(&self) -> u32 {
+        (0..self.shared.info.max_participants)
+            .filter(|&s| self.shared.slot(s).state.load(Ordering::Relaxed) == SLOT_FREE)
+            .count() as u32
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        if self.unlink_on_drop {
+            let _ = self.unlink();
+        }
+    }
+}
+
+/// A read-only (`PROT_READ`) mapping of a segment.
+pub struct ReadOnlyView {
+    map: MmapRaw,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for ReadOnlyView {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReadOnlyView").field("len", &self.map.len()).finish()
+    }
+}
+
+impl ReadOnlyView {
+    /// Bounds-checked pointer to `len` bytes at `offset` of the data region.
+    /// Writing through it faults (`SIGSEGV`).
+    pub fn ptr(&self, offset: Offset, len: u64) -> Result<NonNull<u8>> {
+        let end = self.shared.valid_len.load(Ordering::Acquire);
+        let off = check_range(offset, len, 1, self.shared.info.data_offset, end)?;
+        // SAFETY: `off` is inside this mapping (same reservation length as
+        // the shared one, bounds checked against the accessible length).
+        Ok(unsafe { NonNull::new_unchecked(self.map.as_mut_ptr().add(off)) })
+    }
+
+    /// Copies bytes at `offset` of the data region into `dst`.
+    pub fn read_bytes(&self, offset: Offset, dst: &mut [u8]) -> Result<()> {
+        let src = self.ptr(offset, dst.len() as u64)?;
+        // SAFETY: readable in-bounds source (checked); distinct destination.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+}

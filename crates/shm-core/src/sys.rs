@@ -1,0 +1,209 @@
+//! Every system call of the crate, in one place.
+//!
+//! rustix is used throughout; libc only for byte-range OFD locks
+//! (`F_OFD_SETLK`/`F_OFD_GETLK` on a single byte), which rustix's
+//! whole-file `fcntl_lock` cannot express.
+
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::time::Duration;
+
+use rustix::fs::{Mode, OFlags};
+
+use crate::sync::AtomicU32;
+
+/// Directory where POSIX shared-memory objects live on Linux.
+pub(crate) const SHM_DIR: &str = "/dev/shm";
+
+fn io_err(e: rustix::io::Errno) -> io::Error {
+    io::Error::from_raw_os_error(e.raw_os_error())
+}
+
+/// `shm_open(name, O_CREAT|O_EXCL|O_RDWR, 0600)`.
+pub(crate) fn shm_create_excl(name: &str) -> io::Result<OwnedFd> {
+    use rustix::shm::OFlags as S;
+    rustix::shm::open(name, S::CREATE | S::EXCL | S::RDWR, Mode::from_raw_mode(0o600)).map_err(io_err)
+}
+
+/// Opens an existing object under `/dev/shm` without following symlinks.
+pub(crate) fn shm_open_existing(name: &str, write: bool) -> io::Result<OwnedFd> {
+    let path = format!("{SHM_DIR}/{name}");
+    let acc = if write { OFlags::RDWR } else { OFlags::RDONLY };
+    rustix::fs::open(path, acc | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()).map_err(io_err)
+}
+
+/// `shm_unlink(name)`.
+pub(crate) fn shm_unlink(name: &str) -> io::Result<()> {
+    rustix::shm::unlink(name).map_err(io_err)
+}
+
+/// `memfd_create` with sealing allowed.
+pub(crate) fn memfd(name: &str) -> io::Result<OwnedFd> {
+    use rustix::fs::MemfdFlags as M;
+    rustix::fs::memfd_create(name, M::CLOEXEC | M::ALLOW_SEALING).map_err(io_err)
+}
+
+/// Forbids shrinking a memfd (growth stays allowed), so no holder can make
+/// another's mapping fault with `SIGBUS` by truncating.
+pub(crate) fn seal_no_shrink(fd: BorrowedFd<'_>) -> io::Result<()> {
+    rustix::fs::fcntl_add_seals(fd, rustix::fs::SealFlags::SHRINK | rustix::fs::SealFlags::SEAL)
+        .map_err(io_err)
+}
+
+/// Opens a new open file description of the same object (for a separate
+/// OFD-lock owner), via `/proc/self/fd`.
+pub(crate) fn reopen(fd: BorrowedFd<'_>, write: bool) -> io::Result<OwnedFd> {
+    let path = format!("/proc/self/fd/{}", fd.as_raw_fd());
+    let acc = if write { OFlags::RDWR } else { OFlags::RDONLY };
+    rustix::fs::open(path, acc | OFlags::CLOEXEC, Mode::empty()).map_err(io_err)
+}
+
+/// What `fstat` tells us about an object.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ObjStat {
+    pub(crate) regular: bool,
+    pub(crate) uid: u32,
+    pub(crate) mode: u32,
+    pub(crate) size: u64,
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
+}
+
+pub(crate) fn fstat(fd: BorrowedFd<'_>) -> io::Result<ObjStat> {
+    let st = rustix::fs::fstat(fd).map_err(io_err)?;
+    Ok(ObjStat {
+        regular: rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile,
+        uid: st.st_uid,
+        mode: st.st_mode & 0o7777,
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        dev: st.st_dev,
+        ino: st.st_ino,
+    })
+}
+
+/// `stat` of `/dev/shm/name` without following symlinks.
+pub(crate) fn stat_name(name: &str) -> io::Result<ObjStat> {
+    let path = format!("{SHM_DIR}/{name}");
+    let st = rustix::fs::lstat(path).map_err(io_err)?;
+    Ok(ObjStat {
+        regular: rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile,
+        uid: st.st_uid,
+        mode: st.st_mode & 0o7777,
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        dev: st.st_dev,
+        ino: st.st_ino,
+    })
+}
+
+pub(crate) fn ftruncate(fd: BorrowedFd<'_>, len: u64) -> io::Result<()> {
+    rustix::fs::ftruncate(fd, len).map_err(io_err)
+}
+
+/// Allocates backing pages for `[0, len)` and extends the size if needed
+/// (never shrinks). Turns later tmpfs exhaustion into `ENOSPC` here instead
+/// of `SIGBUS` on first touch.
+pub(crate) fn fallocate(fd: BorrowedFd<'_>, len: u64) -> io::Result<()> {
+    rustix::fs::fallocate(fd, rustix::fs::FallocateFlags::empty(), 0, len).map_err(io_err)
+}
+
+/// Reads exactly `buf.len()` bytes at `offset` (short object = error).
+pub(crate) fn pread_exact(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = rustix::io::pread(fd, &mut buf[done..], offset + done as u64).map_err(io_err)?;
+        if n == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        done += n;
+    }
+    Ok(())
+}
+
+/// Kind of OFD lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LockKind {
+    Read,
+    Write,
+}
+
+fn ofd_fcntl(fd: BorrowedFd<'_>, cmd: libc::c_int, ty: libc::c_short, byte: u64) -> io::Result<libc::flock> {
+    // SAFETY: `flock` is a plain C struct of integers; all-zero is valid.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = ty;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = libc::off_t::try_from(byte).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    fl.l_len = 1;
+    fl.l_pid = 0; // required for OFD commands
+    // SAFETY: `fd` is a live descriptor for the duration of the call and
+    // `fl` is a valid, exclusively borrowed `struct flock`, as F_OFD_* expect.
+    let r = unsafe { libc::fcntl(fd.as_raw_fd(), cmd, &mut fl as *mut libc::flock) };
+    if r == -1 { Err(io::Error::last_os_error()) } else { Ok(fl) }
+}
+
+/// Non-blocking OFD lock of one byte. `Ok(false)` if another open file
+/// description holds a conflicting lock.
+pub(crate) fn ofd_try_lock(fd: BorrowedFd<'_>, byte: u64, kind: LockKind) -> io::Result<bool> {
+    let ty = match kind {
+        LockKind::Read => libc::F_RDLCK,
+        LockKind::Write => libc::F_WRLCK,
+    } as libc::c_short;
+    match ofd_fcntl(fd, libc::F_OFD_SETLK, ty, byte) {
+        Ok(_) => Ok(true),
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EAGAIN) | Some(libc::EACCES)) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether any *other* open file description holds a lock on `byte`
+/// (`F_OFD_GETLK` with a write-lock probe). The kernel drops OFD locks when
+/// the last descriptor of their description closes, i.e. at process death.
+pub(crate) fn ofd_is_locked(fd: BorrowedFd<'_>, byte: u64) -> io::Result<bool> {
+    let fl = ofd_fcntl(fd, libc::F_OFD_GETLK, libc::F_WRLCK as libc::c_short, byte)?;
+    Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
+}
+
+/// `FUTEX_WAIT` (shared, not `FUTEX_PRIVATE`) with a relative timeout.
+#[cfg(not(loom))]
+pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
+    let ts = rustix::thread::futex::Timespec {
+        tv_sec: i64::try_from(timeout.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(timeout.subsec_nanos()),
+    };
+    // EAGAIN (value changed), ETIMEDOUT and EINTR all mean "re-check".
+    let _ = rustix::thread::futex::wait(word, rustix::thread::futex::Flags::empty(), expected, Some(&ts));
+}
+
+/// `FUTEX_WAKE` (shared).
+#[cfg(not(loom))]
+pub(crate) fn futex_wake(word: &AtomicU32, n: u32) {
+    let _ = rustix::thread::futex::wake(word, rustix::thread::futex::Flags::empty(), n);
+}
+
+/// Under loom, waiting is modelled as yielding.
+#[cfg(loom)]
+pub(crate) fn futex_wait(_word: &AtomicU32, _expected: u32, _timeout: Duration) {
+    loom::thread::yield_now();
+}
+
+/// Under loom, waking is a no-op (waiters poll).
+#[cfg(loom)]
+pub(crate) fn futex_wake(_word: &AtomicU32, _n: u32) {}
+
+/// `n` random bytes from `getrandom(2)`, hex encoded.
+pub(crate) fn random_hex(n: usize) -> io::Result<String> {
+    let mut buf = vec![0u8; n];
+    let mut done = 0;
+    while done < n {
+        let k = rustix::rand::getrandom(&mut buf[done..], rustix::rand::GetRandomFlags::empty()).map_err(io_err)?;
+        done += k;
+    }
+    Ok(buf.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+pub(crate) fn euid() -> u32 {
+    rustix::process::geteuid().as_raw()
+}
+
+pub(crate) fn pid() -> u32 {
+    rustix::process::getpid().as_raw_nonzero().get() as u32
+}

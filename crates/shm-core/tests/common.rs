@@ -1,0 +1,81 @@
+//! Helpers shared by the multi-process tests (included with `mod common`).
+
+#![allow(dead_code)]
+
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Environment variable that selects a child's role.
+pub const ROLE: &str = "SHMCORE_TEST_ROLE";
+
+/// Unique prefix for this test process's named segments.
+pub fn prefix() -> String {
+    format!("{}-{}", shm_core::TEST_PREFIX, std::process::id())
+}
+
+/// Re-executes the current test binary running only `entry` with `role`.
+pub fn spawn(entry: &str, role: &str, vars: &[(&str, String)]) -> Child {
+    let mut cmd = Command::new(std::env::current_exe().unwrap());
+    cmd.args(["--exact", entry, "--nocapture", "--test-threads=1", "-q"])
+        .env(ROLE, role)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.spawn().expect("spawn child")
+}
+
+/// Waits for a child with a bound; a hung child is killed and the test fails.
+pub fn wait_bounded(child: &mut Child, limit: Duration) -> ExitStatus {
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("child {} hung for more than {limit:?}", child.id());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Kills (SIGKILL) and reaps a child.
+pub fn kill9(child: &mut Child) {
+    child.kill().unwrap();
+    let st = child.wait().unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(st.signal(), Some(9), "child should die by SIGKILL");
+}
+
+/// Polls `cond` until true or `limit` passes.
+pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let t0 = Instant::now();
+    while t0.elapsed() < limit {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    cond()
+}
+
+/// Reads a required environment variable in a child.
+pub fn var(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("missing {name}"))
+}
+
+/// Kills the child if the test panics before reaping it.
+pub struct KillOnDrop(pub Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}

@@ -1,0 +1,271 @@
+//! Multi-process tests of the mutex and the reader-writer lock, including
+//! holders killed with `SIGKILL`.
+
+mod common;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use common::*;
+use shm_core::{Offset, Segment, SegmentOptions, ShmMutex, ShmRwLock};
+
+const MUTEX: u64 = 0;
+const COUNTER: u64 = 64;
+const RWLOCK: u64 = 128;
+const INSIDE_R: u64 = 512;
+const INSIDE_W: u64 = 516;
+const VIOLATIONS: u64 = 520;
+const FLAG: u64 = 524;
+const MAX_R: u64 = 528;
+const ENTRY: &str = "child_entry";
+
+fn off(seg: &Segment, rel: u64) -> Offset {
+    Offset(seg.data_offset().get() + rel)
+}
+fn a32(seg: &Segment, rel: u64) -> &AtomicU32 {
+    seg.at(off(seg, rel)).unwrap()
+}
+fn bump_counter(seg: &Segment) {
+    let mut b = [0u8; 8];
+    seg.read_bytes(off(seg, COUNTER), &mut b).unwrap();
+    let v = u64::from_le_bytes(b) + 1;
+    std::hint::black_box(&v);
+    seg.write_bytes(off(seg, COUNTER), &v.to_le_bytes()).unwrap();
+}
+fn read_counter(seg: &Segment) -> u64 {
+    let mut b = [0u8; 8];
+    seg.read_bytes(off(seg, COUNTER), &mut b).unwrap();
+    u64::from_le_bytes(b)
+}
+
+fn new_segment() -> Segment {
+    Segment::create(&SegmentOptions::new(8192).prefix(prefix())).unwrap()
+}
+
+/// Child side of every test in this file; a no-op unless `ROLE` is set.
+#[test]
+fn child_entry() {
+    let Ok(role) = std::env::var(ROLE) else { return };
+    let seg = Segment::open(&var("SEG")).unwrap();
+    let p = seg.join().unwrap();
+    let mutex: &ShmMutex = seg.at(off(&seg, MUTEX)).unwrap();
+    let rw: &ShmRwLock = seg.at(off(&seg, RWLOCK)).unwrap();
+    let iters: u64 = std::env::var("ITERS").map(|v| v.parse().unwrap()).unwrap_or(0);
+    let hold_forever = || {
+        a32(&seg, FLAG).fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_secs(60));
+        std::process::exit(1); // the parent should have killed us
+    };
+    match role.as_str() {
+        "count" => {
+            for _ in 0..iters {
+                let g = mutex.lock(&p).unwrap();
+                bump_counter(&seg);
+                drop(g);
+            }
+        }
+        "hold_mutex" => {
+            let _g = mutex.lock(&p).unwrap();
+            hold_forever();
+        }
+        "hold_write" => {
+            let _g = rw.write(&p).unwrap();
+            bump_counter(&seg); // "half-written" state
+            hold_forever();
+        }
+        "hold_read" => {
+            let _g = rw.read(&p).unwrap();
+            hold_forever();
+        }
+        "reader" | "writer" => {
+            let writer = role == "writer";
+            for i in 0..iters {
+                if writer {
+                    let _g = rw.write(&p).unwrap();
+                    let w = a32(&seg, INSIDE_W).fetch_add(1, Ordering::SeqCst) + 1;
+                    if w != 1 || a32(&seg, INSIDE_R).load(Ordering::SeqCst) != 0 {
+                        a32(&seg, VIOLATIONS).fetch_add(1, Ordering::SeqCst);
+                    }
+                    bump_counter(&seg);
+                    a32(&seg, INSIDE_W).fetch_sub(1, Ordering::SeqCst);
+                } else {
+                    let _g = rw.read(&p).unwrap();
+                    let r = a32(&seg, INSIDE_R).fetch_add(1, Ordering::SeqCst) + 1;
+                    a32(&seg, MAX_R).fetch_max(r, Ordering::SeqCst);
+                    if a32(&seg, INSIDE_W).load(Ordering::SeqCst) != 0 {
+                        a32(&seg, VIOLATIONS).fetch_add(1, Ordering::SeqCst);
+                    }
+                    if i == 0 {
+                        // First read: stay inside until the other reader is
+                        // inside too. If readers excluded each other this
+                        // would never happen and count as a violation.
+                        if !wait_until(Duration::from_secs(20), || {
+                            a32(&seg, MAX_R).load(Ordering::SeqCst) >= 2
+                        }) {
+                            a32(&seg, VIOLATIONS).fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                    std::thread::yield_now();
+                    a32(&seg, INSIDE_R).fetch_sub(1, Ordering::SeqCst);
+                }
+            }
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+fn child(seg: &Segment, role: &str, iters: u64) -> KillOnDrop {
+    KillOnDrop(spawn(
+        ENTRY,
+        role,
+        &[("SEG", seg.name().unwrap().to_owned()), ("ITERS", iters.to_string())],
+    ))
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "needs real syscalls")]
+fn n_processes_increment_under_mutex_exactly() {
+    let seg = new_segment();
+    const N: usize = 4;
+    const ITERS: u64 = 2000;
+    let mut kids: Vec<_> = (0..N).map(|_| child(&seg, "count", ITERS)).collect();
+    for k in &mut kids {
+        assert!(wait_bounded(&mut k.0, Duration::from_secs(120)).success());
+    }
+    assert_eq!(read_counter(&seg), N as u64 * ITERS);
+    let mutex: &ShmMutex = seg.at(off(&seg, MUTEX)).unwrap();
+    assert!(!mutex.is_locked());
+    assert!(!mutex.is_poisoned());
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "needs real syscalls")]
+fn readers_overlap_and_writers_are_exclusive() {
+    let seg = new_segment();
+    const ITERS: u64 = 300;
+    let mut kids = vec![
+        child(&seg, "reader", ITERS),
+        child(&seg, "reader", ITERS),
+        child(&seg, "writer", ITERS),
+        child(&seg, "writer", ITERS),
+    ];
+    for k in &mut kids {
+        assert!(wait_bounded(&mut k.0, Duration::from_secs(120)).success());
+    }
+    assert_eq!(a32(&seg, VIOLATIONS).load(Ordering::SeqCst), 0);
+    assert!(a32(&seg, MAX_R).load(Ordering::SeqCst) >= 2, "readers never overlapped");
+    assert_eq!(read_counter(&seg), 2 * ITERS, "every write happened exactly once");
+    let rw: &ShmRwLock = seg.at(off(&seg, RWLOCK)).unwrap();
+    assert_eq!(rw.reader_count(), 0);
+}
+
+fn spawn_holder(seg: &Segment, role: &str) -> KillOnDrop {
+    let before = a32(seg, FLAG).load(Ordering::SeqCst);
+    let k = child(seg, role, 0);
+    assert!(
+        wait_until(Duration::from_secs(30), || a32(seg, FLAG).load(Ordering::SeqCst) > before),
+        "holder never took the lock"
+    );
+    k
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "needs real syscalls")]
+fn mutex_holder_killed_waiter_released_with_owner_died() {
+    let seg = new_segment();
+    let mut holder = spawn_holder(&seg, "hold_mutex");
+    let mutex: &ShmMutex = seg.at(off(&seg, MUTEX)).unwrap();
+    let p = seg.join().unwrap();
+    assert!(matches!(mutex.try_lock(&p), Err(shm_core::LockError::WouldBlock)));
+    assert!(matches!(
+        mutex.lock_timeout(&p, Duration::from_millis(50)),
+        Err(shm_core::LockError::Timeout)
+    ));
+    let killed_at = std::thread::scope(|s| {
+        let waiter = s.spawn(|| {
+            let p = seg.join().unwrap();
+            let g = mutex.lock_timeout(&p, Duration::from_secs(60)).unwrap();
+            (g.owner_died(), Instant::now())
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        kill9(&mut holder.0);
+        let killed_at = Instant::now();
+        let (died, got_at) = waiter.join().unwrap();
+        assert!(died, "waiter must see owner-died");
+        let delay = got_at.saturating_duration_since(killed_at);
+        assert!(delay < Duration::from_secs(5), "waiter released after {delay:?}");
+        killed_at
+    });
+    let _ = killed_at;
+    // Still poisoned until someone marks it consistent.
+    let mut g = mutex.try_lock(&p).unwrap();
+    assert!(g.owner_died());
+    g.mark_consistent();
+    drop(g);
+    assert!(!mutex.lock(&p).unwrap().owner_died());
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "needs real syscalls")]
+fn writer_killed_readers_and_writers_see_owner_died() {
+    let seg = new_segment();
+    let mut holder = spawn_holder(&seg, "hold_write");
+    let rw: &ShmRwLock = seg.at(off(&seg, RWLOCK)).unwrap();
+    let p = seg.join().unwrap();
+    assert!(matches!(rw.try_read(&p), Err(shm_core::LockError::WouldBlock)));
+    kill9(&mut holder.0);
+    let r = rw.read_timeout(&p, Duration::from_secs(30)).unwrap();
+    assert!(r.owner_died());
+    drop(r);
+    assert!(rw.is_poisoned());
+    let mut w = rw.write_timeout(&p, Duration::from_secs(30)).unwrap();
+    assert!(w.owner_died());
+    w.mark_consistent();
+    drop(w);
+    assert!(!rw.write(&p).unwrap().owner_died());
+    assert_eq!(read_counter(&seg), 1);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "needs real syscalls")]
+fn reader_killed_writer_proceeds_with_owner_died() {
+    let seg = new_segment();
+    let mut holder = spawn_holder(&seg, "hold_read");
+    let rw: &ShmRwLock = seg.at(off(&seg, RWLOCK)).unwrap();
+    let p = seg.join().unwrap();
+    // Other readers are not blocked by a live reader.
+    drop(rw.try_read(&p).unwrap());
+    assert!(matches!(rw.try_write(&p), Err(shm_core::LockError::WouldBlock)));
+    kill9(&mut holder.0);
+    let t0 = Instant::now();
+    let w = rw.write_timeout(&p, Duration::from_secs(30)).unwrap();
+    assert!(w.owner_died());
+    assert!(t0.elapsed() < Duration::from_secs(5));
+    drop(w);
+    assert!(!rw.is_poisoned(), "a dead reader does not poison");
+    assert_eq!(rw.reader_count(), 0);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "needs real syscalls")]
+fn pid_reuse_does_not_make_a_dead_owner_alive() {
+    use std::os::unix::fs::FileExt;
+    let seg = new_segment();
+    let mut holder = spawn_holder(&seg, "hold_mutex");
+    let p = seg.join().unwrap();
+    let dead_slot = seg.participants().into_iter().find(|i| i.alive && i.slot != p.slot()).unwrap().slot;
+    kill9(&mut holder.0);
+    // Pretend the dead holder's PID was recycled: write a live PID (ours)
+    // into its registry slot, behind the library's back.
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(format!("/dev/shm/{}", seg.name().unwrap()))
+        .unwrap();
+    let pid_field = seg.info().registry_offset + u64::from(dead_slot) * 32 + 8;
+    f.write_all_at(&std::process::id().to_le_bytes(), pid_field).unwrap();
+    let info = seg.participants().into_iter().find(|i| i.slot == dead_slot).unwrap();
+    assert_eq!(info.pid, std::process::id());
+    assert!(!info.alive, "a recycled pid must not look alive");
+    let mutex: &ShmMutex = seg.at(off(&seg, MUTEX)).unwrap();
+    assert!(mutex.try_lock(&p).unwrap().owner_died());
+}
