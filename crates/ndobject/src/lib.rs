@@ -64,6 +64,7 @@
 
 #![warn(missing_docs)]
 
+mod access;
 mod array;
 mod assign;
 mod block;

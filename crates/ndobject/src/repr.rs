@@ -24,7 +24,7 @@ impl Array {
         let mut s = String::new();
         let _ = writeln!(s, "------ ndobject");
         let _ = writeln!(s, " address: {:016x}", self as *const Array as usize);
-        let _ = writeln!(s, " refcount: 1");
+        let _ = writeln!(s, " refcount: {} (references to the memory block)", self.block.refcount());
         let _ = writeln!(s, " dtype:");
         let _ = writeln!(s, "  type: {}", self.dtype());
         let _ = writeln!(s, " metadata:");

@@ -33,7 +33,7 @@ pub fn encode(text: &str, encoding: StringEncoding) -> Result<Vec<u8>> {
 pub fn decode(bytes: &[u8], encoding: StringEncoding) -> Result<String> {
     let invalid = |what: &str| Error::Encoding(format!("invalid {} data: {what}", encoding.canonical_name()));
     let unit = encoding.unit_size();
-    if bytes.len() % unit != 0 {
+    if !bytes.len().is_multiple_of(unit) {
         return Err(invalid("length is not a whole number of code units"));
     }
     match encoding {

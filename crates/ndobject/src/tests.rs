@@ -116,7 +116,7 @@ fn unaligned_and_byte_swapped_views_read_correctly() {
 fn casts_follow_as_semantics_and_error_modes() {
     let a = Array::from_slice(&[-1.5f64, 300.0, f64::NAN], &[3]).unwrap();
     let none = a.cast(&ty("uint8"), M::None).unwrap();
-    assert_eq!(none.to_vec::<u8>().unwrap(), [-1.5f64 as u8, 300.0f64 as u8, f64::NAN as u8]);
+    assert_eq!(none.to_vec::<u8>().unwrap(), [0u8, 255, 0]);
     assert!(matches!(a.cast(&ty("uint8"), M::Overflow), Err(Error::Assign { .. })));
     let ok = Array::from_slice(&[1.5f64, 2.0], &[2]).unwrap();
     assert_eq!(ok.cast(&ty("int8"), M::Overflow).unwrap().to_vec::<i8>().unwrap(), [1, 2]);

@@ -26,7 +26,8 @@ pub(crate) trait Input {
     fn bytes(&mut self, len: u64) -> Result<Result<Vec<u8>, u64>, Error>;
     /// Consumes a data section of `len` bytes, or returns how many were left.
     fn data(&mut self, len: u64) -> Result<Result<Self::Data, u64>, Error>;
-    /// Bytes after the current position (for streams: 0 or 1, "at least one").
+    /// Bytes after the current position (for streams: 0 or 1, "at least
+    /// one"). The last call made on an input.
     fn trailing(&mut self) -> Result<u64, Error>;
 }
 
@@ -188,10 +189,10 @@ impl<R: Read> Input for ReaderInput<R> {
         if let Some(rem) = self.remaining() {
             return Ok(rem);
         }
+        // A stream cannot be peeked: this consumes the byte, which is fine
+        // because it is the last question asked of the input.
         let mut one = [0u8; 1];
-        let n = self.fill(&mut one)?;
-        self.pos -= n as u64;
-        Ok(n as u64)
+        Ok(self.fill(&mut one)? as u64)
     }
 }
 
@@ -294,10 +295,12 @@ mod tests {
         let mut inp = ReaderInput::new(&[1u8, 2, 3][..], None);
         let mut b = [0u8; 2];
         assert_eq!(inp.fill(&mut b).unwrap(), 2);
-        assert_eq!(inp.trailing().unwrap(), 1);
         assert_eq!(inp.offset(), 2);
         assert_eq!(inp.data(5).unwrap(), Err(1));
         assert_eq!(inp.trailing().unwrap(), 0);
+        let mut inp = ReaderInput::new(&[1u8, 2, 3][..], None);
+        assert_eq!(inp.fill(&mut b).unwrap(), 2);
+        assert_eq!(inp.trailing().unwrap(), 1);
     }
 
     #[test]

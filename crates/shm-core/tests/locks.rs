@@ -79,6 +79,11 @@ fn child_entry() {
         }
         "reader" | "writer" => {
             let writer = role == "writer";
+            if writer {
+                // Phase 1 (readers only) must show overlap; a waiting
+                // writer would (correctly) hold new readers back.
+                wait_until(Duration::from_secs(30), || a32(&seg, MAX_R).load(Ordering::SeqCst) >= 2);
+            }
             for i in 0..iters {
                 if writer {
                     let _g = rw.write(&p).unwrap();

@@ -1,0 +1,47 @@
+//! Random sequences of index, slice, transpose, reshape and cast
+//! operations on a small array: every step returns a value or an error,
+//! never panics, and views always agree with a contiguous copy.
+
+#![no_main]
+
+use dtype::Type;
+use libfuzzer_sys::fuzz_target;
+use ndobject::{Array, AssignErrorMode, Index};
+
+const TYPES: [&str; 8] = ["int8", "uint16", "int32", "float16", "float32", "float64", "complex64", "bool"];
+const MODES: [AssignErrorMode; 4] = [
+    AssignErrorMode::None,
+    AssignErrorMode::Overflow,
+    AssignErrorMode::Fractional,
+    AssignErrorMode::Inexact,
+];
+
+fuzz_target!(|data: &[u8]| {
+    if data.len() < 3 {
+        return;
+    }
+    let shape: Vec<usize> = data[..(data[0] % 4) as usize].iter().map(|b| (*b % 5) as usize).collect();
+    let n: usize = shape.iter().product();
+    let values: Vec<f64> = (0..n).map(|i| i as f64 * 1.5 - 3.0).collect();
+    let Ok(mut a) = Array::from_slice(&values, &shape) else { return };
+    for op in data[shape.len()..].chunks(3) {
+        let [kind, x, y] = [op[0], *op.get(1).unwrap_or(&0), *op.get(2).unwrap_or(&0)];
+        let next = match kind % 6 {
+            0 => a.index(x as i8 as isize),
+            1 => a.view(&[Index::slice(Some(x as i8 as isize % 8), None, (y as i8 as isize % 4).max(1) * if y & 0x80 != 0 { -1 } else { 1 })]),
+            2 => Ok(a.transpose()),
+            3 => a.reshape(&[a.len()]),
+            4 => {
+                let ty: Type = TYPES[x as usize % TYPES.len()].parse().unwrap();
+                a.cast(&ty, MODES[y as usize % 4])
+            }
+            _ => Ok(a.to_contiguous()),
+        };
+        if let Ok(b) = next {
+            // A view and its contiguous copy hold the same bytes.
+            assert_eq!(b.to_bytes(), b.to_contiguous().to_bytes());
+            a = b;
+        }
+    }
+    let _ = a.debug_repr();
+});
