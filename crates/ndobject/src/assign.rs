@@ -52,10 +52,14 @@ fn from_int(v: i128, to: Primitive, mode: AssignErrorMode, orig: Scalar) -> Resu
             if mode != AssignErrorMode::None && (v < lo || v > hi) {
                 return Err(fail(orig, to, "overflow"));
             }
+            // Wrap like Rust's `as` between integer types.
+            let bits = to.size() as u32 * 8;
+            let low = (v as u128) & (u128::MAX >> (128 - bits));
             if to.kind() == PrimitiveKind::SignedInt {
-                Scalar::Int(v as i64)
+                let shift = 128 - bits;
+                Scalar::Int((((low << shift) as i128) >> shift) as i64)
             } else {
-                Scalar::UInt(v as u64)
+                Scalar::UInt(low as u64)
             }
         }
         PrimitiveKind::Float | PrimitiveKind::Complex => {
