@@ -16,7 +16,7 @@ use step::{Step, cargo};
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci                         fmt, clippy, tests, docs, loom, miri and a fuzz smoke run
+  ci                         fmt, clippy, tests, shm leak check, docs, loom, miri, fuzz smoke run
   miri                       unit tests of the crates that contain unsafe, under Miri
   fuzz [--seconds N] [TARGET] run the cargo-fuzz targets (default 60 s each)
   bench                      run the benchmarks and report ratios to their baselines";
@@ -59,14 +59,43 @@ fn ci() -> Result<(), String> {
     .run()?;
     let test_log = Step::new("test", cargo(["test", "--workspace"])).run()?;
     let (passed, failed) = step::count_tests(&test_log);
+    shm_leak_check()?;
     Step::new("doc", cargo(["doc", "--workspace", "--no-deps"]))
         .env("RUSTDOCFLAGS", "-D warnings")
         .run()?;
+    Step::new(
+        "loom",
+        cargo([
+            "test", "-p", "shm-core", "--release", "--target-dir", "target/loom", "--lib", "loom",
+        ]),
+    )
+    .env("RUSTFLAGS", "--cfg loom")
+    .run()?;
     miri::run()?;
     fuzz::run(20, None)?;
     println!(
         "ci: all steps passed in {:.0?}\ntests: {passed} passed, {failed} failed",
         started.elapsed()
     );
+    Ok(())
+}
+
+/// Name prefixes of the shared-memory objects the test suites create.
+const TEST_SHM_PREFIXES: [&str; 1] = ["shmcoretest"];
+
+/// Fails when a test left a shared-memory object behind in `/dev/shm`.
+fn shm_leak_check() -> Result<(), String> {
+    let started = std::time::Instant::now();
+    let leaked: Vec<String> = std::fs::read_dir("/dev/shm")
+        .map_err(|e| format!("read /dev/shm: {e}"))?
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| TEST_SHM_PREFIXES.iter().any(|p| n.starts_with(p)))
+        .collect();
+    if !leaked.is_empty() {
+        println!("[FAIL] {:<24} {:>7.1} s", "shm leak check", started.elapsed().as_secs_f64());
+        return Err(format!("tests left segments in /dev/shm: {}", leaked.join(", ")));
+    }
+    println!("[ok]   {:<24} {:>7.1} s", "shm leak check", started.elapsed().as_secs_f64());
     Ok(())
 }

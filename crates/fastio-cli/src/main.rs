@@ -1,11 +1,12 @@
 //! The `fastio` command-line tool.
 //!
 //! Each subcommand is a thin front on one library layer:
-//! `fastio dtype` on `dtype`.
+//! `fastio dtype` on `dtype`, `fastio shm` on `shm-core`.
 
 #![forbid(unsafe_code)]
 
 mod dtype_cmd;
+mod shm_cmd;
 
 use std::process::ExitCode;
 
@@ -24,6 +25,9 @@ enum Command {
     /// Datashape types: parse, print canonically, show the layout.
     #[command(subcommand)]
     Dtype(dtype_cmd::DtypeCommand),
+    /// Shared-memory segments: list them, collect the dead ones.
+    #[command(subcommand)]
+    Shm(shm_cmd::ShmCommand),
 }
 
 /// A failure to report: the text goes to stderr as is, then the process
@@ -37,6 +41,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Dtype(cmd) => dtype_cmd::run(cmd),
+        Command::Shm(cmd) => shm_cmd::run(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -233,6 +233,12 @@ pub enum FormatErrorKind {
         /// How many (`1` means "at least one" for streams of unknown length).
         count: u64,
     },
+    /// A `bool` element is neither 0 nor 1 (checked by [`verify`](crate::tools::verify)).
+    #[error("bool element holds {value} (expected 0 or 1)")]
+    BadBool {
+        /// The byte found.
+        value: u8,
+    },
     /// The file is valid but breaks a rule of the chosen profile.
     #[error("not loadable by {profile}: {rule}")]
     Profile {
