@@ -133,7 +133,9 @@ pub enum FormatErrorKind {
         available: u64,
     },
     /// A count cannot fit in the bytes that remain (each entry needs at least `min_each` bytes).
-    #[error("count {count} cannot fit: each needs at least {min_each} bytes, {remaining} bytes remain")]
+    #[error(
+        "count {count} cannot fit: each needs at least {min_each} bytes, {remaining} bytes remain"
+    )]
     CountTooLarge {
         /// The count read.
         count: u64,
@@ -352,6 +354,9 @@ pub enum Error {
     /// A `.npy` problem.
     #[error(transparent)]
     Npy(#[from] NpyError),
+    /// An `ndobject` array could not be made.
+    #[error("array: {0}")]
+    Array(#[from] ndobject::Error),
     /// A name looked up is not in the dictionary.
     #[error("no tensor named {0:?}")]
     NotFound(String),
@@ -410,6 +415,10 @@ mod tests {
         let wrapped = Error::from(e.clone()).at_path(std::path::Path::new("a.params"));
         assert_eq!(wrapped.offset(), Some(97));
         assert_eq!(wrapped.format_error(), Some(&e));
-        assert!(wrapped.to_string().starts_with("a.params: invalid params file at byte 97"));
+        assert!(
+            wrapped
+                .to_string()
+                .starts_with("a.params: invalid params file at byte 97")
+        );
     }
 }

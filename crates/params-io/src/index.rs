@@ -81,7 +81,8 @@ impl IndexEntry {
     /// Whether the data offset is aligned for the element type (so a
     /// memory-mapped view is aligned: maps start on page boundaries).
     pub fn is_aligned(&self) -> bool {
-        self.offset.is_multiple_of(self.primitive.alignment() as u64)
+        self.offset
+            .is_multiple_of(self.primitive.alignment() as u64)
     }
 }
 
@@ -109,7 +110,10 @@ impl ParamIndex {
             let mut inp = SeekInput::new(BufReader::with_capacity(64 * 1024, file), len);
             let entries = parse(&mut inp, opts)?;
             Ok(ParamIndex {
-                entries: entries.into_iter().map(|(h, ())| IndexEntry::from_header(h)).collect(),
+                entries: entries
+                    .into_iter()
+                    .map(|(h, ())| IndexEntry::from_header(h))
+                    .collect(),
                 file_len: len,
             })
         };
@@ -120,7 +124,10 @@ impl ParamIndex {
     pub fn from_bytes(buf: &[u8], opts: &ReadOptions) -> Result<ParamIndex, Error> {
         let entries = parse_slice(buf, opts)?;
         Ok(ParamIndex {
-            entries: entries.into_iter().map(|(h, _)| IndexEntry::from_header(h)).collect(),
+            entries: entries
+                .into_iter()
+                .map(|(h, _)| IndexEntry::from_header(h))
+                .collect(),
             file_len: buf.len() as u64,
         })
     }
@@ -172,7 +179,12 @@ impl ParamIndex {
             .entries
             .iter()
             .map(|e| {
-                let shape = e.shape.iter().map(usize::to_string).collect::<Vec<_>>().join(", ");
+                let shape = e
+                    .shape
+                    .iter()
+                    .map(usize::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ");
                 [
                     format!("{:?}", e.name()),
                     e.dtype_name().to_owned(),

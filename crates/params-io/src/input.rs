@@ -129,10 +129,10 @@ impl<R: Read> ReaderInput<R> {
     }
 
     fn read_len(&mut self, len: u64) -> Result<Result<Vec<u8>, u64>, Error> {
-        if let Some(rem) = self.remaining() {
-            if len > rem {
-                return Ok(Err(rem));
-            }
+        if let Some(rem) = self.remaining()
+            && len > rem
+        {
+            return Ok(Err(rem));
         }
         let v = read_bounded(&mut self.r, len, self.len.is_some()).map_err(|source| Error::Io {
             offset: self.pos,
@@ -261,11 +261,12 @@ mod tests {
     /// A stream that yields `n` bytes, a few at a time.
     struct Dribble {
         left: usize,
+        step: usize,
     }
 
     impl Read for Dribble {
         fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            let n = buf.len().min(self.left).min(7);
+            let n = buf.len().min(self.left).min(self.step);
             buf[..n].fill(0xab);
             self.left -= n;
             Ok(n)
@@ -274,7 +275,10 @@ mod tests {
 
     #[test]
     fn huge_length_on_a_short_stream_allocates_only_what_arrives() {
-        let mut r = Dribble { left: 1000 };
+        let mut r = Dribble {
+            left: 1000,
+            step: 7,
+        };
         let v = read_bounded(&mut r, u64::MAX / 2, false).unwrap();
         assert_eq!(v.len(), 1000);
         assert!(v.capacity() <= FIRST_CHUNK as usize, "{}", v.capacity());
@@ -283,7 +287,10 @@ mod tests {
     #[test]
     fn bounded_read_of_exact_length_across_chunks() {
         let n = (FIRST_CHUNK * 3 + 5) as usize;
-        let mut r = Dribble { left: n + 10 };
+        let mut r = Dribble {
+            left: n + 10,
+            step: 4093,
+        };
         let v = read_bounded(&mut r, n as u64, false).unwrap();
         assert_eq!(v.len(), n);
         assert!(v.iter().all(|&b| b == 0xab));

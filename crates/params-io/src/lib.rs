@@ -42,6 +42,7 @@
 
 #![warn(missing_docs)]
 
+mod array;
 pub mod error;
 pub mod format;
 mod index;
@@ -55,6 +56,7 @@ mod tensor;
 pub mod tools;
 mod write;
 
+pub use array::{ArraySource, write_arrays, write_arrays_to_path};
 pub use error::{Error, Field, FormatError, FormatErrorKind, NpyError};
 pub use index::{IndexEntry, ParamIndex};
 pub use profile::{CVM_MAX_FILE_LEN, Profile, UnknownProfile};

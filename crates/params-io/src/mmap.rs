@@ -60,3 +60,30 @@ impl ParamDict {
         run().map_err(|e| e.at_path(path))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri cannot mmap files")]
+    fn maps_files_and_views_outlive_the_dict() {
+        let dir = std::env::temp_dir().join(format!("params-io-mmap-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.params");
+        let mut d = ParamDict::new();
+        let t = crate::Tensor::new(dtype::Primitive::UInt8, &[3], vec![1, 2, 3]).unwrap();
+        d.insert("a", t.clone());
+        d.write_path(&path).unwrap();
+        let m = ParamDict::open_mmap(&path).unwrap();
+        let view = m.get("a").unwrap().clone();
+        drop(m);
+        assert!(view.is_view());
+        assert_eq!(view, t);
+        let empty = dir.join("empty");
+        std::fs::write(&empty, b"").unwrap();
+        let owner = map_file(&File::open(&empty).unwrap()).unwrap();
+        assert!((*owner).as_ref().is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

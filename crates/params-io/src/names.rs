@@ -76,7 +76,10 @@ pub fn decode_file_stem(stem: &str) -> Option<Vec<u8>> {
         let b = bytes[i];
         if b == b'%' {
             let hex = stem.get(i + 1..i + 3)?;
-            if !hex.bytes().all(|h| h.is_ascii_digit() || (b'A'..=b'F').contains(&h)) {
+            if !hex
+                .bytes()
+                .all(|h| h.is_ascii_digit() || (b'A'..=b'F').contains(&h))
+            {
                 return None;
             }
             out.push(u8::from_str_radix(hex, 16).ok()?);
@@ -101,11 +104,25 @@ mod tests {
     #[test]
     fn distinct_names_give_distinct_stems() {
         let names: [&[u8]; 12] = [
-            b"", b"%", b"%25", b"a", b"A", b"a/b", b"a%2Fb", b"..", b"con", b"con.x", b"\xff", "日本".as_bytes(),
+            b"",
+            b"%",
+            b"%25",
+            b"a",
+            b"A",
+            b"a/b",
+            b"a%2Fb",
+            b"..",
+            b"con",
+            b"con.x",
+            b"\xff",
+            "日本".as_bytes(),
         ];
         let stems: Vec<String> = names.iter().map(|n| file_stem(n)).collect();
         for (i, a) in stems.iter().enumerate() {
-            assert!(!a.contains('/') && !a.contains('\\') && !a.contains('\0'), "{a}");
+            assert!(
+                !a.contains('/') && !a.contains('\\') && !a.contains('\0'),
+                "{a}"
+            );
             assert_eq!(decode_file_stem(a).as_deref(), Some(names[i]), "{a}");
             for b in &stems[i + 1..] {
                 assert_ne!(a, b);

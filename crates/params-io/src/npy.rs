@@ -56,13 +56,22 @@ pub fn header_bytes(descr: &str, fortran_order: bool, shape: &[usize]) -> Vec<u8
         _ => format!("({})", dims.join(", ")),
     };
     let fortran = if fortran_order { "True" } else { "False" };
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape_repr}, }}");
-    let growth = if fortran_order { dims.last() } else { dims.first() };
+    let mut header =
+        format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape_repr}, }}");
+    let growth = if fortran_order {
+        dims.last()
+    } else {
+        dims.first()
+    };
     if let Some(d) = growth {
         header.push_str(&" ".repeat(GROWTH_AXIS_MAX_DIGITS.saturating_sub(d.len())));
     }
     let hlen = header.len() + 1;
-    let (version, len_size) = if 8 + 2 + hlen + ALIGN <= u16::MAX as usize { (1u8, 2) } else { (2u8, 4) };
+    let (version, len_size) = if 8 + 2 + hlen + ALIGN <= u16::MAX as usize {
+        (1u8, 2)
+    } else {
+        (2u8, 4)
+    };
     let pad = ALIGN - ((8 + len_size + hlen) % ALIGN);
     let total_len = hlen + pad;
     let mut out = Vec::with_capacity(8 + len_size + total_len);
@@ -166,7 +175,8 @@ impl LitParser<'_> {
                 match len {
                     Some(n) if self.s[start + n] == c => {
                         self.i = start + n + 1;
-                        let text = std::str::from_utf8(&self.s[start..start + n]).map_err(|_| self.err("string is not UTF-8"))?;
+                        let text = std::str::from_utf8(&self.s[start..start + n])
+                            .map_err(|_| self.err("string is not UTF-8"))?;
                         Ok(Lit::Str(text.to_owned()))
                     }
                     _ => Err(self.err("unterminated or escaped string")),
@@ -216,14 +226,20 @@ impl LitParser<'_> {
                     self.i += 1;
                 }
                 let text = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
-                let v = text.parse::<u64>().map_err(|_| self.err("integer too large"))?;
+                let v = text
+                    .parse::<u64>()
+                    .map_err(|_| self.err("integer too large"))?;
                 if self.s.get(self.i) == Some(&b'L') {
                     self.i += 1;
                 }
                 Ok(Lit::Int(v))
             }
             _ => {
-                for (word, lit) in [("True", Lit::Bool(true)), ("False", Lit::Bool(false)), ("None", Lit::None)] {
+                for (word, lit) in [
+                    ("True", Lit::Bool(true)),
+                    ("False", Lit::Bool(false)),
+                    ("None", Lit::None),
+                ] {
                     if self.s[self.i..].starts_with(word.as_bytes()) {
                         self.i += word.len();
                         return Ok(lit);
@@ -248,7 +264,8 @@ fn primitive_of_descr(descr: &str) -> Result<(Primitive, Endianness), NpyError> 
 /// and the data.
 pub fn read_header<R: Read>(r: &mut R, file_len: Option<u64>) -> Result<NpyHeader, Error> {
     let mut pre = [0u8; 8];
-    r.read_exact(&mut pre).map_err(|_| NpyError::NotNpy("shorter than the magic".to_owned()))?;
+    r.read_exact(&mut pre)
+        .map_err(|_| NpyError::NotNpy("shorter than the magic".to_owned()))?;
     if &pre[..6] != MAGIC {
         return Err(NpyError::NotNpy("bad magic".to_owned()).into());
     }
@@ -258,18 +275,32 @@ pub fn read_header<R: Read>(r: &mut R, file_len: Option<u64>) -> Result<NpyHeade
         v => return Err(NpyError::NotNpy(format!("unsupported version {v}.{}", pre[7])).into()),
     };
     let mut lb = [0u8; 4];
-    r.read_exact(&mut lb[..len_size as usize]).map_err(|_| header_err(8, "truncated header length"))?;
+    r.read_exact(&mut lb[..len_size as usize])
+        .map_err(|_| header_err(8, "truncated header length"))?;
     let hlen = u64::from(u32::from_le_bytes(lb));
     let start = 8 + len_size;
     if hlen > MAX_HEADER_LEN || file_len.is_some_and(|l| start + hlen > l) {
-        return Err(header_err(8, format!("header length {hlen} exceeds the file or the {MAX_HEADER_LEN}-byte limit")).into());
+        return Err(header_err(
+            8,
+            format!("header length {hlen} exceeds the file or the {MAX_HEADER_LEN}-byte limit"),
+        )
+        .into());
     }
     let mut text = Vec::with_capacity(hlen as usize);
-    Read::take(&mut *r, hlen).read_to_end(&mut text).map_err(|e| Error::Io { offset: start, source: e })?;
+    Read::take(&mut *r, hlen)
+        .read_to_end(&mut text)
+        .map_err(|e| Error::Io {
+            offset: start,
+            source: e,
+        })?;
     if (text.len() as u64) < hlen {
         return Err(header_err(start, "truncated header").into());
     }
-    let mut p = LitParser { s: &text, i: 0, base: start };
+    let mut p = LitParser {
+        s: &text,
+        i: 0,
+        base: start,
+    };
     let Lit::Dict(items) = p.value(0)? else {
         return Err(header_err(start, "header is not a dict").into());
     };
@@ -281,18 +312,23 @@ pub fn read_header<R: Read>(r: &mut R, file_len: Option<u64>) -> Result<NpyHeade
     for (k, v) in items {
         match (k, v) {
             (Lit::Str(k), Lit::Str(d)) if k == "descr" && descr.is_none() => descr = Some(d),
-            (Lit::Str(k), Lit::Bool(f)) if k == "fortran_order" && fortran.is_none() => fortran = Some(f),
+            (Lit::Str(k), Lit::Bool(f)) if k == "fortran_order" && fortran.is_none() => {
+                fortran = Some(f)
+            }
             (Lit::Str(k), Lit::Seq(dims)) if k == "shape" && shape.is_none() => {
-                let dims = dims
-                    .into_iter()
-                    .map(|d| match d {
-                        Lit::Int(n) => usize::try_from(n).map_err(|_| header_err(start, "dimension too large")),
-                        _ => Err(header_err(start, "shape must hold integers")),
-                    })
-                    .collect::<Result<Vec<usize>, NpyError>>()?;
+                let dims =
+                    dims.into_iter()
+                        .map(|d| match d {
+                            Lit::Int(n) => usize::try_from(n)
+                                .map_err(|_| header_err(start, "dimension too large")),
+                            _ => Err(header_err(start, "shape must hold integers")),
+                        })
+                        .collect::<Result<Vec<usize>, NpyError>>()?;
                 shape = Some(dims);
             }
-            (k, _) => return Err(header_err(start, format!("unexpected or repeated key {k:?}")).into()),
+            (k, _) => {
+                return Err(header_err(start, format!("unexpected or repeated key {k:?}")).into());
+            }
         }
     }
     let (Some(descr), Some(fortran_order), Some(shape)) = (descr, fortran, shape) else {
@@ -303,12 +339,24 @@ pub fn read_header<R: Read>(r: &mut R, file_len: Option<u64>) -> Result<NpyHeade
         .and_then(|n| n.checked_mul(primitive.size()))
         .ok_or_else(|| header_err(start, "array size overflows"))? as u64;
     let data_offset = start + hlen;
-    if let Some(l) = file_len {
-        if data_offset + nbytes > l {
-            return Err(NpyError::Truncated { needed: nbytes, available: l - data_offset }.into());
+    if let Some(l) = file_len
+        && data_offset + nbytes > l
+    {
+        return Err(NpyError::Truncated {
+            needed: nbytes,
+            available: l - data_offset,
         }
+        .into());
     }
-    Ok(NpyHeader { descr, primitive, byte_order, fortran_order, shape, data_offset, nbytes })
+    Ok(NpyHeader {
+        descr,
+        primitive,
+        byte_order,
+        fortran_order,
+        shape,
+        data_offset,
+        nbytes,
+    })
 }
 
 /// Converts raw `.npy` data to C order, little-endian, in place or by copy.
@@ -368,7 +416,8 @@ pub fn read_npy(path: impl AsRef<Path>) -> Result<Tensor, Error> {
     let path = path.as_ref();
     let src = NpyFile::open(path)?;
     let mut data = Vec::with_capacity(src.header.nbytes as usize);
-    src.write_data(&mut data).map_err(|e| Error::os("read", e).at_path(path))?;
+    src.write_data(&mut data)
+        .map_err(|e| Error::os("read", e).at_path(path))?;
     Tensor::new(src.header.primitive, &src.header.shape, data)
 }
 
@@ -393,7 +442,10 @@ impl NpyFile {
             read_header(&mut io::BufReader::new(&mut f), Some(len))
         };
         let header = run().map_err(|e| e.at_path(path))?;
-        Ok(NpyFile { path: path.to_owned(), header })
+        Ok(NpyFile {
+            path: path.to_owned(),
+            header,
+        })
     }
 }
 
@@ -452,9 +504,17 @@ mod tests {
         assert!(text.ends_with(" \n"));
         assert_eq!(&h[..8], b"\x93NUMPY\x01\x00");
         let h0 = header_bytes("|b1", false, &[]);
-        assert!(std::str::from_utf8(&h0[10..]).unwrap().contains("'shape': (), }"));
+        assert!(
+            std::str::from_utf8(&h0[10..])
+                .unwrap()
+                .contains("'shape': (), }")
+        );
         let h1 = header_bytes("<i8", false, &[5]);
-        assert!(std::str::from_utf8(&h1[10..]).unwrap().contains("'shape': (5,), }"));
+        assert!(
+            std::str::from_utf8(&h1[10..])
+                .unwrap()
+                .contains("'shape': (5,), }")
+        );
     }
 
     #[test]
@@ -465,7 +525,11 @@ mod tests {
             let mut buf = Vec::new();
             write_npy(&mut buf, &t).unwrap();
             let back = read_npy_bytes(&buf).unwrap();
-            let expect = if p == Primitive::BFloat16 { Primitive::UInt16 } else { p };
+            let expect = if p == Primitive::BFloat16 {
+                Primitive::UInt16
+            } else {
+                p
+            };
             assert_eq!(back.primitive(), expect);
             assert_eq!(back.shape(), t.shape());
             assert_eq!(back.data(), t.data());
@@ -480,7 +544,11 @@ mod tests {
             buf.extend_from_slice(&v.to_be_bytes());
         }
         let t = read_npy_bytes(&buf).unwrap();
-        let vals: Vec<i16> = t.data().chunks(2).map(|c| i16::from_le_bytes([c[0], c[1]])).collect();
+        let vals: Vec<i16> = t
+            .data()
+            .chunks(2)
+            .map(|c| i16::from_le_bytes([c[0], c[1]]))
+            .collect();
         assert_eq!(vals, [1, 2, 3, 4, 5, 6]);
     }
 

@@ -110,12 +110,36 @@ mod tests {
 
     #[test]
     fn cvm_accepts_only_int8_and_int32() {
-        assert!(Profile::Cvm.check_tensor(DLDataType::new(0, 8, 1), 3).is_ok());
-        assert!(Profile::Cvm.check_tensor(DLDataType::new(0, 32, 1), 1).is_ok());
-        assert!(Profile::Cvm.check_tensor(DLDataType::new(0, 64, 1), 1).is_err());
-        assert!(Profile::Cvm.check_tensor(DLDataType::new(2, 32, 1), 1).is_err());
-        assert!(Profile::Cvm.check_tensor(DLDataType::new(0, 32, 1), 0).is_err());
-        assert!(Profile::Tvm.check_tensor(DLDataType::new(2, 32, 1), 0).is_ok());
+        assert!(
+            Profile::Cvm
+                .check_tensor(DLDataType::new(0, 8, 1), 3)
+                .is_ok()
+        );
+        assert!(
+            Profile::Cvm
+                .check_tensor(DLDataType::new(0, 32, 1), 1)
+                .is_ok()
+        );
+        assert!(
+            Profile::Cvm
+                .check_tensor(DLDataType::new(0, 64, 1), 1)
+                .is_err()
+        );
+        assert!(
+            Profile::Cvm
+                .check_tensor(DLDataType::new(2, 32, 1), 1)
+                .is_err()
+        );
+        assert!(
+            Profile::Cvm
+                .check_tensor(DLDataType::new(0, 32, 1), 0)
+                .is_err()
+        );
+        assert!(
+            Profile::Tvm
+                .check_tensor(DLDataType::new(2, 32, 1), 0)
+                .is_ok()
+        );
     }
 
     #[test]

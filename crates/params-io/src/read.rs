@@ -134,19 +134,25 @@ fn read_i32<I: Input>(inp: &mut I, field: Field) -> Result<i32, Error> {
 }
 
 /// Checks that `count` entries of at least `min_each` bytes can fit.
-fn check_count<I: Input>(inp: &I, at: u64, field: Field, count: u64, min_each: u64) -> Result<(), Error> {
-    if let Some(remaining) = inp.remaining() {
-        if count > remaining / min_each {
-            return Err(err(
-                at,
-                field,
-                FormatErrorKind::CountTooLarge {
-                    count,
-                    min_each,
-                    remaining,
-                },
-            ));
-        }
+fn check_count<I: Input>(
+    inp: &I,
+    at: u64,
+    field: Field,
+    count: u64,
+    min_each: u64,
+) -> Result<(), Error> {
+    if let Some(remaining) = inp.remaining()
+        && count > remaining / min_each
+    {
+        return Err(err(
+            at,
+            field,
+            FormatErrorKind::CountTooLarge {
+                count,
+                min_each,
+                remaining,
+            },
+        ));
     }
     Ok(())
 }
@@ -164,16 +170,23 @@ fn profile_err(offset: u64, field: Field, profile: Profile, rule: String) -> Err
 
 /// Parses a whole file: every header, checked, with its data section as
 /// the input makes it.
-pub(crate) fn parse<I: Input>(inp: &mut I, opts: &ReadOptions) -> Result<Vec<(Header, I::Data)>, Error> {
+pub(crate) fn parse<I: Input>(
+    inp: &mut I,
+    opts: &ReadOptions,
+) -> Result<Vec<(Header, I::Data)>, Error> {
     let profile = opts.profile;
-    if let Some(total) = inp.remaining() {
-        if let Err(rule) = profile.check_file_len(total) {
-            return Err(profile_err(0, Field::File, profile, rule));
-        }
+    if let Some(total) = inp.remaining()
+        && let Err(rule) = profile.check_file_len(total)
+    {
+        return Err(profile_err(0, Field::File, profile, rule));
     }
     let magic = read_u64(inp, Field::ListMagic)?;
     if magic != LIST_MAGIC {
-        return Err(err(0, Field::ListMagic, FormatErrorKind::BadListMagic { found: magic }));
+        return Err(err(
+            0,
+            Field::ListMagic,
+            FormatErrorKind::BadListMagic { found: magic },
+        ));
     }
     read_u64(inp, Field::ListReserved)?;
 
@@ -185,18 +198,38 @@ pub(crate) fn parse<I: Input>(inp: &mut I, opts: &ReadOptions) -> Result<Vec<(He
         let at = inp.offset();
         let len = read_u64(inp, Field::NameLength { index })?;
         let name_at = inp.offset();
-        if let Some(remaining) = inp.remaining() {
-            if len > remaining {
-                return Err(err(at, Field::NameLength { index }, FormatErrorKind::NameTooLong { length: len, remaining }));
-            }
+        if let Some(remaining) = inp.remaining()
+            && len > remaining
+        {
+            return Err(err(
+                at,
+                Field::NameLength { index },
+                FormatErrorKind::NameTooLong {
+                    length: len,
+                    remaining,
+                },
+            ));
         }
         let name = inp.bytes(len)?.map_err(|available| {
-            err(name_at, Field::Name { index }, FormatErrorKind::Truncated { needed: len, available })
+            err(
+                name_at,
+                Field::Name { index },
+                FormatErrorKind::Truncated {
+                    needed: len,
+                    available,
+                },
+            )
         })?;
-        if !opts.raw_names {
-            if let Err(e) = std::str::from_utf8(&name) {
-                return Err(err(name_at, Field::Name { index }, FormatErrorKind::NonUtf8Name { valid_up_to: e.valid_up_to() }));
-            }
+        if !opts.raw_names
+            && let Err(e) = std::str::from_utf8(&name)
+        {
+            return Err(err(
+                name_at,
+                Field::Name { index },
+                FormatErrorKind::NonUtf8Name {
+                    valid_up_to: e.valid_up_to(),
+                },
+            ));
         }
         if let Err(rule) = profile.check_name(&name) {
             return Err(profile_err(name_at, Field::Name { index }, profile, rule));
@@ -207,7 +240,11 @@ pub(crate) fn parse<I: Input>(inp: &mut I, opts: &ReadOptions) -> Result<Vec<(He
     let at = inp.offset();
     let tensors = read_u64(inp, Field::TensorCount)?;
     if tensors != names {
-        return Err(err(at, Field::TensorCount, FormatErrorKind::CountMismatch { names, tensors }));
+        return Err(err(
+            at,
+            Field::TensorCount,
+            FormatErrorKind::CountMismatch { names, tensors },
+        ));
     }
     check_count(inp, at, Field::TensorCount, tensors, MIN_RECORD_LEN)?;
 
@@ -224,7 +261,11 @@ pub(crate) fn parse<I: Input>(inp: &mut I, opts: &ReadOptions) -> Result<Vec<(He
     if !opts.allow_trailing {
         let count = inp.trailing()?;
         if count > 0 {
-            return Err(err(at, Field::Trailing, FormatErrorKind::TrailingBytes { count }));
+            return Err(err(
+                at,
+                Field::Trailing,
+                FormatErrorKind::TrailingBytes { count },
+            ));
         }
     }
     resolve_duplicates(out, opts.duplicates)
@@ -240,7 +281,11 @@ fn parse_record<I: Input>(
     let record_offset = inp.offset();
     let magic = read_u64(inp, Field::TensorMagic { tensor })?;
     if magic != TENSOR_MAGIC {
-        return Err(err(record_offset, Field::TensorMagic { tensor }, FormatErrorKind::BadTensorMagic { found: magic }));
+        return Err(err(
+            record_offset,
+            Field::TensorMagic { tensor },
+            FormatErrorKind::BadTensorMagic { found: magic },
+        ));
     }
     read_u64(inp, Field::TensorReserved { tensor })?;
     let dev_at = inp.offset();
@@ -252,27 +297,56 @@ fn parse_record<I: Input>(
         } else {
             Field::DeviceId { tensor }
         };
-        let at = if device_type != DEVICE_CPU { dev_at } else { dev_at + 4 };
-        return Err(err(at, field, FormatErrorKind::Device { device_type, device_id }));
+        let at = if device_type != DEVICE_CPU {
+            dev_at
+        } else {
+            dev_at + 4
+        };
+        return Err(err(
+            at,
+            field,
+            FormatErrorKind::Device {
+                device_type,
+                device_id,
+            },
+        ));
     }
     let ndim_at = inp.offset();
     let ndim = read_i32(inp, Field::Ndim { tensor })?;
     let ndim_ok = usize::try_from(ndim).ok().filter(|&n| n <= MAX_NDIM);
     let Some(ndim_u) = ndim_ok else {
-        return Err(err(ndim_at, Field::Ndim { tensor }, FormatErrorKind::Ndim { ndim }));
+        return Err(err(
+            ndim_at,
+            Field::Ndim { tensor },
+            FormatErrorKind::Ndim { ndim },
+        ));
     };
     let dtype_at = inp.offset();
     let [code, bits, l0, l1] = read_array::<I, 4>(inp, Field::Dtype { tensor })?;
     let dl = DLDataType::new(code, bits, u16::from_le_bytes([l0, l1]));
     let primitive = primitive_of(dl).map_err(|p| {
         let kind = match p {
-            DtypeProblem::UnknownCode => FormatErrorKind::UnknownDtype { code, bits, lanes: dl.lanes },
-            DtypeProblem::Unsupported(reason) => FormatErrorKind::UnsupportedDtype { code, bits, lanes: dl.lanes, reason },
+            DtypeProblem::UnknownCode => FormatErrorKind::UnknownDtype {
+                code,
+                bits,
+                lanes: dl.lanes,
+            },
+            DtypeProblem::Unsupported(reason) => FormatErrorKind::UnsupportedDtype {
+                code,
+                bits,
+                lanes: dl.lanes,
+                reason,
+            },
         };
         err(dtype_at, Field::Dtype { tensor }, kind)
     })?;
     if let Err(rule) = profile.check_dtype(dl) {
-        return Err(profile_err(dtype_at, Field::Dtype { tensor }, profile, rule));
+        return Err(profile_err(
+            dtype_at,
+            Field::Dtype { tensor },
+            profile,
+            rule,
+        ));
     }
 
     let mut shape = Vec::with_capacity(ndim_u);
@@ -282,7 +356,11 @@ fn parse_record<I: Input>(
         let at = inp.offset();
         let value = read_i64(inp, Field::Shape { tensor, dim })?;
         let Ok(d) = u64::try_from(value) else {
-            return Err(err(at, Field::Shape { tensor, dim }, FormatErrorKind::NegativeDim { value }));
+            return Err(err(
+                at,
+                Field::Shape { tensor, dim },
+                FormatErrorKind::NegativeDim { value },
+            ));
         };
         match elements.checked_mul(d) {
             Some(e) => elements = e,
@@ -294,25 +372,56 @@ fn parse_record<I: Input>(
     if shape.contains(&0) {
         elements = 0;
     } else if let Some((at, dim)) = overflow_at {
-        return Err(err(at, Field::Shape { tensor, dim }, FormatErrorKind::SizeOverflow));
+        return Err(err(
+            at,
+            Field::Shape { tensor, dim },
+            FormatErrorKind::SizeOverflow,
+        ));
     }
 
     let size_at = inp.offset();
     let found = read_i64(inp, Field::ByteSize { tensor })?;
     let element_size = file_element_size(dl);
-    let Some(expected) = elements.checked_mul(element_size).filter(|&n| n <= isize::MAX as u64) else {
-        return Err(err(size_at, Field::ByteSize { tensor }, FormatErrorKind::SizeOverflow));
+    let Some(expected) = elements
+        .checked_mul(element_size)
+        .filter(|&n| n <= isize::MAX as u64)
+    else {
+        return Err(err(
+            size_at,
+            Field::ByteSize { tensor },
+            FormatErrorKind::SizeOverflow,
+        ));
     };
     if u64::try_from(found) != Ok(expected) {
-        return Err(err(size_at, Field::ByteSize { tensor }, FormatErrorKind::ByteSizeMismatch { found, elements, element_size }));
+        return Err(err(
+            size_at,
+            Field::ByteSize { tensor },
+            FormatErrorKind::ByteSizeMismatch {
+                found,
+                elements,
+                element_size,
+            },
+        ));
     }
     if let Err(rule) = profile.check_elements(elements) {
-        return Err(profile_err(size_at, Field::ByteSize { tensor }, profile, rule));
+        return Err(profile_err(
+            size_at,
+            Field::ByteSize { tensor },
+            profile,
+            rule,
+        ));
     }
 
     let data_offset = inp.offset();
     let data = inp.data(expected)?.map_err(|available| {
-        err(data_offset, Field::Data { tensor }, FormatErrorKind::Truncated { needed: expected, available })
+        err(
+            data_offset,
+            Field::Data { tensor },
+            FormatErrorKind::Truncated {
+                needed: expected,
+                available,
+            },
+        )
     })?;
     let header = Header {
         name,
@@ -327,7 +436,10 @@ fn parse_record<I: Input>(
     Ok((header, data))
 }
 
-fn resolve_duplicates<D>(entries: Vec<(Header, D)>, policy: Duplicates) -> Result<Vec<(Header, D)>, Error> {
+fn resolve_duplicates<D>(
+    entries: Vec<(Header, D)>,
+    policy: Duplicates,
+) -> Result<Vec<(Header, D)>, Error> {
     let mut first: HashMap<&[u8], usize> = HashMap::with_capacity(entries.len());
     let mut replace: Vec<(usize, usize)> = Vec::new();
     for (i, (h, _)) in entries.iter().enumerate() {
@@ -377,10 +489,14 @@ fn dict_from_owned(entries: Vec<(Header, Vec<u8>)>) -> Result<ParamDict, Error> 
 }
 
 /// Builds views of `owner` for parsed headers.
-pub(crate) fn dict_from_shared(owner: &SharedBytes, entries: Vec<(Header, usize)>) -> Result<ParamDict, Error> {
+pub(crate) fn dict_from_shared(
+    owner: &SharedBytes,
+    entries: Vec<(Header, usize)>,
+) -> Result<ParamDict, Error> {
     let mut d = ParamDict::new();
     for (h, start) in entries {
-        let t = Tensor::from_shared(owner.clone(), start, h.primitive, &h.shape)?.with_dl_unchecked(h.dl);
+        let t = Tensor::from_shared(owner.clone(), start, h.primitive, &h.shape)?
+            .with_dl_unchecked(h.dl);
         d.push_unchecked(h.name, t);
     }
     Ok(d)
@@ -411,7 +527,10 @@ impl ParamDict {
         let entries = parse_slice(buf, opts)?;
         let mut d = ParamDict::new();
         for (h, start) in entries {
-            let bytes = buf.get(start..start + h.nbytes as usize).unwrap_or_default().to_vec();
+            let bytes = buf
+                .get(start..start + h.nbytes as usize)
+                .unwrap_or_default()
+                .to_vec();
             let t = tensor_from_vec(&h, bytes)?;
             d.push_unchecked(h.name, t);
         }

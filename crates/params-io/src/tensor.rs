@@ -235,7 +235,9 @@ pub fn datashape(shape: &[usize], primitive: Primitive) -> String {
 /// legacy bool does not matter).
 impl PartialEq for Tensor {
     fn eq(&self, other: &Tensor) -> bool {
-        self.primitive == other.primitive && self.shape == other.shape && self.data() == other.data()
+        self.primitive == other.primitive
+            && self.shape == other.shape
+            && self.data() == other.data()
     }
 }
 
@@ -413,11 +415,17 @@ mod tests {
         assert_eq!(x.element_type().to_string(), "float32");
         assert!(matches!(
             Tensor::new(Primitive::Float32, &[2, 3], vec![0; 23]),
-            Err(Error::DataLength { found: 23, expected: 24 })
+            Err(Error::DataLength {
+                found: 23,
+                expected: 24
+            })
         ));
         assert!(Tensor::new(Primitive::Float32, &[usize::MAX, 2], vec![]).is_err());
         let s = Tensor::new(Primitive::Int8, &[], vec![7]).unwrap();
-        assert_eq!((s.ndim(), s.len(), s.datashape()), (0, 1, "int8".to_owned()));
+        assert_eq!(
+            (s.ndim(), s.len(), s.datashape()),
+            (0, 1, "int8".to_owned())
+        );
     }
 
     #[test]

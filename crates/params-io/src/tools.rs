@@ -88,16 +88,28 @@ pub fn export_npy(
     for (i, p) in dict.iter().enumerate() {
         let file = export_file_name(i, p.name_bytes());
         let path = dir.join(&file);
-        atomic_write(&path, false, |w| write_npy(w, p.tensor()).map_err(|e| Error::os("write", e)))
-            .map_err(|e| e.at_path(&path))?;
+        atomic_write(&path, false, |w| {
+            write_npy(w, p.tensor()).map_err(|e| Error::os("write", e))
+        })
+        .map_err(|e| e.at_path(&path))?;
         done += p.tensor().nbytes() as u64;
         progress(done);
-        out.push(Exported { name: p.name().into_owned(), file, nbytes: p.tensor().nbytes() as u64 });
+        out.push(Exported {
+            name: p.name().into_owned(),
+            file,
+            nbytes: p.tensor().nbytes() as u64,
+        });
     }
-    let index = Value::Array(out.iter().map(|e| json!({"name": e.name, "file": e.file})).collect());
+    let index = Value::Array(
+        out.iter()
+            .map(|e| json!({"name": e.name, "file": e.file}))
+            .collect(),
+    );
     let index_path = dir.join("index.json");
     atomic_write(&index_path, false, |w| {
-        w.write_all(index.to_string().as_bytes()).and_then(|()| w.write_all(b"\n")).map_err(|e| Error::os("write", e))
+        w.write_all(index.to_string().as_bytes())
+            .and_then(|()| w.write_all(b"\n"))
+            .map_err(|e| Error::os("write", e))
     })
     .map_err(|e| e.at_path(&index_path))?;
     Ok(out)
@@ -124,7 +136,10 @@ pub fn pack_npy(
     let mut files = Vec::with_capacity(inputs.len());
     for (name, path) in inputs {
         if !seen.insert(name.as_str()) {
-            return Err(Error::Unwritable { name: name.clone(), reason: "name given twice".to_owned() });
+            return Err(Error::Unwritable {
+                name: name.clone(),
+                reason: "name given twice".to_owned(),
+            });
         }
         files.push(NpyFile::open(path)?);
     }
@@ -156,18 +171,27 @@ pub fn verify(path: impl AsRef<Path>, profile: Profile) -> Result<VerifyReport, 
     let dict = ParamDict::open_mmap_with(path, &opts)?;
     let mut file_len = 32;
     for (i, p) in dict.iter().enumerate() {
-        let (owner, start) = p.tensor().shared_owner().unwrap_or_else(|| unreachable!("mapped tensors are views"));
+        let (owner, start) = p
+            .tensor()
+            .shared_owner()
+            .unwrap_or_else(|| unreachable!("mapped tensors are views"));
         file_len = (**owner).as_ref().len() as u64;
-        if p.tensor().primitive() == Primitive::Bool {
-            if let Some(pos) = p.tensor().data().iter().position(|&b| b > 1) {
-                let err = FormatError::new(
-                    (start + pos) as u64,
-                    Field::Data { tensor: i as u64 },
-                    FormatErrorKind::BadBool { value: p.tensor().data()[pos] },
-                );
-                return Err(Error::from(err).at_path(path));
-            }
+        if p.tensor().primitive() == Primitive::Bool
+            && let Some(pos) = p.tensor().data().iter().position(|&b| b > 1)
+        {
+            let err = FormatError::new(
+                (start + pos) as u64,
+                Field::Data { tensor: i as u64 },
+                FormatErrorKind::BadBool {
+                    value: p.tensor().data()[pos],
+                },
+            );
+            return Err(Error::from(err).at_path(path));
         }
     }
-    Ok(VerifyReport { tensors: dict.len(), data_bytes: dict.data_bytes(), file_len })
+    Ok(VerifyReport {
+        tensors: dict.len(),
+        data_bytes: dict.data_bytes(),
+        file_len,
+    })
 }

@@ -134,16 +134,24 @@ fn plan(entries: &[Entry<'_>], opts: &WriteOptions) -> Result<(Vec<Planned>, u64
         if primitive_of(dl) != Ok(p) {
             return Err(unwritable(
                 name,
-                format!("tag ({}, {}, {}) does not describe {p}", dl.code, dl.bits, dl.lanes),
+                format!(
+                    "tag ({}, {}, {}) does not describe {p}",
+                    dl.code, dl.bits, dl.lanes
+                ),
             ));
         }
         let shape = src.shape();
         if shape.len() > MAX_NDIM {
-            return Err(unwritable(name, format!("{} dimensions (at most {MAX_NDIM})", shape.len())));
+            return Err(unwritable(
+                name,
+                format!("{} dimensions (at most {MAX_NDIM})", shape.len()),
+            ));
         }
         let elements = shape
             .iter()
-            .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64).filter(|&n| n <= i64::MAX as u64))
+            .try_fold(1u64, |acc, &d| {
+                acc.checked_mul(d as u64).filter(|&n| n <= i64::MAX as u64)
+            })
             .ok_or_else(|| unwritable(name, "shape product overflows"))?;
         let nbytes = elements
             .checked_mul(file_element_size(dl))
@@ -257,7 +265,8 @@ pub fn write_params<W: Write>(
             reported: offset,
             progress: &mut *progress,
         };
-        src.write_data(&mut counting).map_err(io_err(counting.written))?;
+        src.write_data(&mut counting)
+            .map_err(io_err(counting.written))?;
         if counting.written != offset + p.nbytes {
             return Err(unwritable(
                 name,
@@ -342,12 +351,11 @@ pub(crate) fn atomic_write<T>(
     drop(file);
     std::fs::rename(&temp.path, path).map_err(|e| Error::os("rename", e))?;
     temp.committed = true;
-    if sync {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if let Ok(d) = File::open(dir) {
-                let _ = d.sync_all();
-            }
-        }
+    if sync
+        && let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && let Ok(d) = File::open(dir)
+    {
+        let _ = d.sync_all();
     }
     Ok(out)
 }
@@ -362,7 +370,10 @@ pub fn write_params_to_path(
     let path = path.as_ref();
     // Validate before creating anything.
     plan(entries, opts).map_err(|e| e.at_path(path))?;
-    atomic_write(path, opts.sync, |w| write_params(w, entries, opts, progress)).map_err(|e| e.at_path(path))
+    atomic_write(path, opts.sync, |w| {
+        write_params(w, entries, opts, progress)
+    })
+    .map_err(|e| e.at_path(path))
 }
 
 impl ParamDict {

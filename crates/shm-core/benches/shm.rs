@@ -19,7 +19,10 @@ use shm_core::{Offset, Segment, SegmentOptions, ShmEvent, ShmMutex, ShmRefCount,
 const PREFIX: &str = "shmcorebench";
 const CHILD_ENV: &str = "SHMCORE_BENCH_CHILD";
 
-fn quick(c: &mut Criterion, name: &str) -> criterion::BenchmarkGroup<'_, criterion::measurement::WallTime> {
+fn quick<'a>(
+    c: &'a mut Criterion,
+    name: &str,
+) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
     let mut g = c.benchmark_group(name);
     g.sample_size(10)
         .warm_up_time(Duration::from_millis(300))
@@ -46,9 +49,15 @@ fn bench_locks(c: &mut Criterion) {
             word.store(0, Ordering::Release);
         })
     });
-    g.bench_function("mutex_lock_unlock", |b| b.iter(|| drop(black_box(m.lock(&p).unwrap()))));
-    g.bench_function("rwlock_read_unlock", |b| b.iter(|| drop(black_box(rw.read(&p).unwrap()))));
-    g.bench_function("rwlock_write_unlock", |b| b.iter(|| drop(black_box(rw.write(&p).unwrap()))));
+    g.bench_function("mutex_lock_unlock", |b| {
+        b.iter(|| drop(black_box(m.lock(&p).unwrap())))
+    });
+    g.bench_function("rwlock_read_unlock", |b| {
+        b.iter(|| drop(black_box(rw.read(&p).unwrap())))
+    });
+    g.bench_function("rwlock_write_unlock", |b| {
+        b.iter(|| drop(black_box(rw.write(&p).unwrap())))
+    });
     g.bench_function("refcount_acquire_release", |b| {
         b.iter(|| {
             rc.acquire(&p).unwrap();
@@ -87,7 +96,10 @@ fn bench_wakeup(c: &mut Criterion) {
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    assert!(pong.wait_while(before, Duration::from_secs(30)).is_some(), "child did not start");
+    assert!(
+        pong.wait_while(before, Duration::from_secs(30)).is_some(),
+        "child did not start"
+    );
     let mut g = quick(c, "wakeup");
     g.bench_function("cross_process_one_way", |b| {
         b.iter_custom(|iters| {
@@ -95,7 +107,8 @@ fn bench_wakeup(c: &mut Criterion) {
             for _ in 0..iters {
                 let seen = pong.current();
                 ping.notify();
-                pong.wait_while(seen, Duration::from_secs(10)).expect("child stopped answering");
+                pong.wait_while(seen, Duration::from_secs(10))
+                    .expect("child stopped answering");
             }
             t0.elapsed() / 2
         })
@@ -110,12 +123,29 @@ fn bench_create(c: &mut Criterion) {
     let mut g = quick(c, "segment_create");
     for size in [64u64 << 10, 1 << 20, 16 << 20] {
         g.throughput(Throughput::Bytes(size));
-        g.bench_with_input(BenchmarkId::new("create_map_unlink", size), &size, |b, &size| {
-            b.iter(|| drop(black_box(Segment::create(&SegmentOptions::new(size).prefix(PREFIX).allocate(false)).unwrap())))
-        });
-        g.bench_with_input(BenchmarkId::new("create_fallocate_map_unlink", size), &size, |b, &size| {
-            b.iter(|| drop(black_box(Segment::create(&SegmentOptions::new(size).prefix(PREFIX)).unwrap())))
-        });
+        g.bench_with_input(
+            BenchmarkId::new("create_map_unlink", size),
+            &size,
+            |b, &size| {
+                b.iter(|| {
+                    drop(black_box(
+                        Segment::create(&SegmentOptions::new(size).prefix(PREFIX).allocate(false))
+                            .unwrap(),
+                    ))
+                })
+            },
+        );
+        g.bench_with_input(
+            BenchmarkId::new("create_fallocate_map_unlink", size),
+            &size,
+            |b, &size| {
+                b.iter(|| {
+                    drop(black_box(
+                        Segment::create(&SegmentOptions::new(size).prefix(PREFIX)).unwrap(),
+                    ))
+                })
+            },
+        );
     }
     g.finish();
 }
@@ -145,7 +175,10 @@ fn bench_touch(c: &mut Criterion) {
     let warm = Segment::create(&SegmentOptions::new(SIZE).prefix(PREFIX)).unwrap();
     warm.write_bytes(warm.data_offset(), &src).unwrap();
     g.bench_function("write_mapped_segment", |b| {
-        b.iter(|| warm.write_bytes(warm.data_offset(), black_box(&src)).unwrap())
+        b.iter(|| {
+            warm.write_bytes(warm.data_offset(), black_box(&src))
+                .unwrap()
+        })
     });
     g.finish();
 }
@@ -163,6 +196,9 @@ fn main() {
     c.final_summary();
     // Benchmarks leave nothing behind.
     let left = shm_core::list_segments(Some(PREFIX)).unwrap();
-    assert!(left.iter().all(|s| s.alive) || left.is_empty(), "bench leaked {left:?}");
+    assert!(
+        left.iter().all(|s| s.alive) || left.is_empty(),
+        "bench leaked {left:?}"
+    );
     let _ = shm_core::gc(Some(PREFIX));
 }

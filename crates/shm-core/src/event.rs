@@ -37,7 +37,9 @@ impl ShmEvent {
                 return Some(cur);
             }
             let left = match deadline {
-                Some(d) => d.checked_duration_since(Instant::now()).filter(|l| !l.is_zero())?,
+                Some(d) => d
+                    .checked_duration_since(Instant::now())
+                    .filter(|l| !l.is_zero())?,
                 None => Duration::from_secs(1),
             };
             sys::futex_wait(&self.seq, seen, left);

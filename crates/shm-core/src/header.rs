@@ -213,8 +213,11 @@ pub fn validate(bytes: &[u8], file_len: u64) -> Result<HeaderInfo, HeaderError> 
     }
     let data_offset = get_u64(b, OFF_DATA_OFFSET);
     let registry_end = registry_offset + registry_len; // both small: no overflow
-    if data_offset < registry_end || data_offset % DATA_ALIGN != 0 {
-        return Err(bad("data_offset", "must be page aligned after the registry"));
+    if data_offset < registry_end || !data_offset.is_multiple_of(DATA_ALIGN) {
+        return Err(bad(
+            "data_offset",
+            "must be page aligned after the registry",
+        ));
     }
     let max_total_len = get_u64(b, OFF_MAX_TOTAL_LEN);
     if max_total_len < data_offset || max_total_len > MAX_SEGMENT_LEN {
@@ -231,7 +234,10 @@ pub fn validate(bytes: &[u8], file_len: u64) -> Result<HeaderInfo, HeaderError> 
         return Err(bad("total_len", "larger than the 1 TiB limit"));
     }
     if total_len > file_len {
-        return Err(bad("total_len", "larger than the object (truncated segment)"));
+        return Err(bad(
+            "total_len",
+            "larger than the object (truncated segment)",
+        ));
     }
     Ok(HeaderInfo {
         version,
@@ -303,17 +309,26 @@ mod tests {
     #[test]
     fn not_ready_is_rejected() {
         let h = sample();
-        assert_eq!(validate(&h.encode(), h.total_len), Err(HeaderError::NotReady));
+        assert_eq!(
+            validate(&h.encode(), h.total_len),
+            Err(HeaderError::NotReady)
+        );
     }
 
     #[test]
     fn truncated_is_rejected() {
         let h = sample();
         let b = ready_bytes(&h);
-        assert!(matches!(validate(&b[..100], h.total_len), Err(HeaderError::TooSmall { .. })));
+        assert!(matches!(
+            validate(&b[..100], h.total_len),
+            Err(HeaderError::TooSmall { .. })
+        ));
         assert!(matches!(
             validate(&b, h.total_len - 1),
-            Err(HeaderError::BadField { field: "total_len", .. })
+            Err(HeaderError::BadField {
+                field: "total_len",
+                ..
+            })
         ));
     }
 
@@ -324,7 +339,10 @@ mod tests {
         for i in 0..STATIC_LEN + 8 {
             let mut b = good;
             b[i] ^= 0x40;
-            assert!(validate(&b, h.total_len).is_err(), "flip at byte {i} accepted");
+            assert!(
+                validate(&b, h.total_len).is_err(),
+                "flip at byte {i} accepted"
+            );
         }
         for i in OFF_PAD..HEADER_LEN {
             if (OFF_TOTAL_LEN..OFF_TOTAL_LEN + 8).contains(&i) {
@@ -332,7 +350,10 @@ mod tests {
             }
             let mut b = good;
             b[i] ^= 1;
-            assert!(validate(&b, h.total_len).is_err(), "flip at byte {i} accepted");
+            assert!(
+                validate(&b, h.total_len).is_err(),
+                "flip at byte {i} accepted"
+            );
         }
     }
 

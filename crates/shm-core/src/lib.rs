@@ -64,11 +64,12 @@
 pub mod error;
 mod event;
 pub mod header;
+mod mapping;
 mod mutex;
 pub mod offset;
 mod participant;
-mod refcount;
 pub mod reap;
+mod refcount;
 mod rwlock;
 mod segment;
 mod sync;
@@ -83,13 +84,14 @@ mod loom_models;
 pub use error::{Error, HeaderError, LockError, RefCountError, Result};
 pub use event::ShmEvent;
 pub use header::HeaderInfo;
+pub use mapping::{ReadOnlyView, ShmType};
 pub use mutex::{MutexGuard, ShmMutex};
 pub use offset::Offset;
 pub use participant::{Participant, ParticipantInfo};
 pub use reap::{SegmentInfo, gc, list_segments};
 pub use refcount::{ReclaimReport, Released, ShmRefCount};
 pub use rwlock::{ReadGuard, ShmRwLock, WriteGuard};
-pub use segment::{Access, DEFAULT_PREFIX, ReadOnlyView, Segment, SegmentOptions, ShmType, validate_prefix};
+pub use segment::{Access, DEFAULT_PREFIX, Segment, SegmentOptions, validate_prefix};
 pub use sync::LIVENESS_TICK;
 
 /// Name prefix this crate's own tests use for named segments; after the

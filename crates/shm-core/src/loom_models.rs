@@ -60,7 +60,9 @@ impl Env for LoomEnv {
     fn wake(&self, _word: &AtomicU32, _n: u32) {}
     fn token_alive(&self, token: u32) -> bool {
         match split_token(token) {
-            Some((slot, 1)) if (slot as usize) < SLOTS => !self.world.dead[slot as usize].load(Ordering::SeqCst),
+            Some((slot, 1)) if (slot as usize) < SLOTS => {
+                !self.world.dead[slot as usize].load(Ordering::SeqCst)
+            }
             _ => false,
         }
     }
@@ -83,6 +85,7 @@ fn loom_mutex_excludes() {
                 let (m, data, env) = (m.clone(), data.clone(), w.env(slot));
                 thread::spawn(move || {
                     assert_eq!(m.acquire(&env, None, false), Ok(false));
+                    // SAFETY: the mutex is held; loom checks exclusivity.
                     data.with_mut(|p| unsafe { *p += 1 });
                     m.release(&env);
                 })
@@ -91,6 +94,7 @@ fn loom_mutex_excludes() {
         for h in hs {
             h.join().unwrap();
         }
+        // SAFETY: all writers have been joined.
         assert_eq!(data.with(|p| unsafe { *p }), 2);
         assert!(!m.is_locked());
     });
@@ -138,6 +142,7 @@ fn loom_rwlock_readers_writer_exclusion() {
             let (l, data, env) = (l.clone(), data.clone(), w.env(1));
             thread::spawn(move || {
                 assert_eq!(l.acquire_write(&env, None, false), Ok(false));
+                // SAFETY: the write lock is held; loom checks exclusivity.
                 data.with_mut(|p| unsafe { *p += 1 });
                 l.release_write(&env);
             })
@@ -146,6 +151,7 @@ fn loom_rwlock_readers_writer_exclusion() {
             let (l, data, env) = (l.clone(), data.clone(), w.env(2));
             thread::spawn(move || {
                 assert_eq!(l.acquire_read(&env, None, false), Ok(false));
+                // SAFETY: a read lock is held; loom checks no writer overlaps.
                 let v = data.with(|p| unsafe { *p });
                 l.release_read(&env);
                 v

@@ -300,6 +300,34 @@ mod tests {
         assert!(b.wakes() >= 1, "waiters bit set while b slept");
     }
 
+    /// Real threads contending; under Miri this also checks for data races
+    /// on the (non-atomic) protected counter.
+    #[test]
+    fn threads_contend_and_count_exactly() {
+        struct Shared(std::cell::UnsafeCell<u64>);
+        // SAFETY: access to the cell is serialised by the mutex under test.
+        unsafe impl Sync for Shared {}
+        let m = ShmMutex::new();
+        let data = Shared(std::cell::UnsafeCell::new(0));
+        let root = FakeEnv::new(0, 1);
+        let iters = if cfg!(miri) { 20 } else { 2000 };
+        std::thread::scope(|s| {
+            for slot in 1..4 {
+                let env = FakeEnv::with_world(&root, slot, 1);
+                let (m, data) = (&m, &data);
+                s.spawn(move || {
+                    for _ in 0..iters {
+                        assert_eq!(m.acquire(&env, None, false), Ok(false));
+                        // SAFETY: the mutex is held.
+                        unsafe { *data.0.get() += 1 };
+                        m.release(&env);
+                    }
+                });
+            }
+        });
+        assert_eq!(data.0.into_inner(), 3 * iters);
+    }
+
     #[test]
     fn garbage_word_is_treated_as_dead_owner() {
         let m = ShmMutex::new();

@@ -37,14 +37,20 @@ impl From<u64> for Offset {
 /// Checks that `[offset, offset + len)` lies inside `[start, end)` and that
 /// `offset` is a multiple of `align` (a power of two). Returns the offset as
 /// a `usize` ready to add to the mapping base.
-pub fn check_range(offset: Offset, len: u64, align: u64, start: u64, end: u64) -> Result<usize, Error> {
+pub fn check_range(
+    offset: Offset,
+    len: u64,
+    align: u64,
+    start: u64,
+    end: u64,
+) -> Result<usize, Error> {
     let err = || Error::OutOfBounds {
         offset: offset.0,
         len,
         start,
         end,
     };
-    if align == 0 || !align.is_power_of_two() || offset.0 % align != 0 {
+    if align == 0 || !align.is_power_of_two() || !offset.0.is_multiple_of(align) {
         return Err(err());
     }
     let stop = offset.0.checked_add(len).ok_or_else(err)?;

@@ -109,7 +109,8 @@ impl Participant {
             let generation = s.generation.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
             s.pid.store(sys::pid(), Ordering::Relaxed);
             s.uid.store(sys::euid(), Ordering::Relaxed);
-            s.joined_unix_ns.store(crate::segment::unix_ns(), Ordering::Relaxed);
+            s.joined_unix_ns
+                .store(crate::segment::unix_ns(), Ordering::Relaxed);
             s.state.store(SLOT_ACTIVE, Ordering::Release);
             return Ok(Participant {
                 shared,
@@ -140,7 +141,10 @@ impl Participant {
     }
 
     pub(crate) fn check_owns<T>(&self, obj: &T) -> Result<(), LockError> {
-        if self.shared.contains(obj as *const T as usize, size_of::<T>()) {
+        if self
+            .shared
+            .contains(obj as *const T as usize, size_of::<T>())
+        {
             Ok(())
         } else {
             Err(LockError::ForeignLock)
@@ -169,7 +173,10 @@ impl Env for Participant {
 
 impl Drop for Participant {
     fn drop(&mut self) {
-        self.shared.slot(self.slot).state.store(SLOT_FREE, Ordering::Release);
+        self.shared
+            .slot(self.slot)
+            .state
+            .store(SLOT_FREE, Ordering::Release);
         // Closing `_lock_fd` (after this) releases the slot's kernel lock.
     }
 }

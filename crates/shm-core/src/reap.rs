@@ -44,7 +44,9 @@ pub struct SegmentInfo {
 fn matches_prefix(name: &str, prefix: Option<&str>) -> bool {
     match prefix {
         None => true,
-        Some(p) => name.strip_prefix(p).is_some_and(|rest| rest.starts_with('-')),
+        Some(p) => name
+            .strip_prefix(p)
+            .is_some_and(|rest| rest.starts_with('-')),
     }
 }
 
@@ -57,7 +59,9 @@ pub fn list_segments(prefix: Option<&str>) -> Result<Vec<SegmentInfo>> {
     let dir = std::fs::read_dir(sys::SHM_DIR).map_err(Error::sys("read /dev/shm"))?;
     let mut out = Vec::new();
     for entry in dir.flatten() {
-        let Ok(name) = entry.file_name().into_string() else { continue };
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
         if !matches_prefix(&name, prefix) {
             continue;
         }
@@ -126,12 +130,17 @@ fn remove_if_dead(name: &str) -> Result<bool> {
     };
     // Exclusive attach lock: fails while any live handle exists, and makes
     // concurrent openers fail with `Busy` until we are done.
-    if !sys::ofd_try_lock(fd.as_fd(), ATTACH_BYTE, sys::LockKind::Write).map_err(Error::sys("F_OFD_SETLK"))? {
+    if !sys::ofd_try_lock(fd.as_fd(), ATTACH_BYTE, sys::LockKind::Write)
+        .map_err(Error::sys("F_OFD_SETLK"))?
+    {
         return Ok(false);
     }
     let st = sys::fstat(fd.as_fd()).map_err(Error::sys("fstat"))?;
     let mut magic = [0u8; 8];
-    if st.uid != sys::euid() || sys::pread_exact(fd.as_fd(), &mut magic, 0).is_err() || !header::has_magic(&magic) {
+    if st.uid != sys::euid()
+        || sys::pread_exact(fd.as_fd(), &mut magic, 0).is_err()
+        || !header::has_magic(&magic)
+    {
         return Ok(false);
     }
     match sys::stat_name(name) {

@@ -67,7 +67,11 @@ fn split(e: u64) -> (u32, u32) {
     ((e >> 32) as u32, e as u32)
 }
 fn join(token: u32, count: u32) -> u64 {
-    if count == 0 { 0 } else { (u64::from(token) << 32) | u64::from(count) }
+    if count == 0 {
+        0
+    } else {
+        (u64::from(token) << 32) | u64::from(count)
+    }
 }
 
 impl Default for ShmRefCount {
@@ -125,7 +129,8 @@ impl ShmRefCount {
 
     /// Whether the object is live (initialised and not reclaimed).
     pub fn is_live(&self) -> bool {
-        self.state.load(Ordering::Acquire) != EMPTY && self.state.load(Ordering::Acquire) != RECLAIMED
+        self.state.load(Ordering::Acquire) != EMPTY
+            && self.state.load(Ordering::Acquire) != RECLAIMED
     }
 
     /// Whether the object has been reclaimed.
@@ -209,7 +214,12 @@ impl ShmRefCount {
             if t != me || c == 0 {
                 return Err(RefCountError::NotHeld);
             }
-            match entry.compare_exchange_weak(e, join(me, c - 1), Ordering::Release, Ordering::Relaxed) {
+            match entry.compare_exchange_weak(
+                e,
+                join(me, c - 1),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => return Ok(c - 1),
                 Err(x) => e = x,
             }
@@ -300,7 +310,9 @@ impl ShmRefCount {
             if e == 0 || t == me || env.token_alive(t) {
                 continue;
             }
-            if h.compare_exchange(e, 0, Ordering::AcqRel, Ordering::Relaxed).is_ok() {
+            if h.compare_exchange(e, 0, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+            {
                 report.dead_holds += u64::from(c);
             }
         }
@@ -360,11 +372,23 @@ mod tests {
         r.acquire_with(&b).unwrap();
         a.kill(b.token());
         let rep = r.reclaim_dead_with(&c);
-        assert_eq!(rep, ReclaimReport { dead_holds: 2, reclaimed: false });
+        assert_eq!(
+            rep,
+            ReclaimReport {
+                dead_holds: 2,
+                reclaimed: false
+            }
+        );
         assert_eq!(r.reclaim_dead_with(&c), ReclaimReport::default());
         a.kill(a.token());
         let rep = r.reclaim_dead_with(&c);
-        assert_eq!(rep, ReclaimReport { dead_holds: 1, reclaimed: true });
+        assert_eq!(
+            rep,
+            ReclaimReport {
+                dead_holds: 1,
+                reclaimed: true
+            }
+        );
         assert_eq!(r.reclaim_dead_with(&c), ReclaimReport::default());
         assert!(r.is_reclaimed());
     }
@@ -393,7 +417,13 @@ mod tests {
         r.holds[0].store(0, Ordering::Relaxed);
         r.state.store(DYING | a.token(), Ordering::Relaxed);
         a.kill(a.token());
-        assert_eq!(r.reclaim_dead_with(&b), ReclaimReport { dead_holds: 0, reclaimed: true });
+        assert_eq!(
+            r.reclaim_dead_with(&b),
+            ReclaimReport {
+                dead_holds: 0,
+                reclaimed: true
+            }
+        );
         assert!(r.is_reclaimed());
     }
 
@@ -406,7 +436,13 @@ mod tests {
         // a dropped its last hold and died before the zero protocol.
         assert_eq!(r.drop_own(&a), Ok(0));
         a.kill(a.token());
-        assert_eq!(r.reclaim_dead_with(&b), ReclaimReport { dead_holds: 0, reclaimed: true });
+        assert_eq!(
+            r.reclaim_dead_with(&b),
+            ReclaimReport {
+                dead_holds: 0,
+                reclaimed: true
+            }
+        );
     }
 
     #[test]

@@ -76,14 +76,22 @@ impl ShmRwLock {
     pub fn try_read<'a>(&'a self, p: &'a Participant) -> Result<ReadGuard<'a>, LockError> {
         p.check_owns(self)?;
         let died = self.acquire_read(p, Some(p.now()), true)?;
-        Ok(ReadGuard { lock: self, p, owner_died: died })
+        Ok(ReadGuard {
+            lock: self,
+            p,
+            owner_died: died,
+        })
     }
 
     /// Takes a read lock, blocking as long as needed.
     pub fn read<'a>(&'a self, p: &'a Participant) -> Result<ReadGuard<'a>, LockError> {
         p.check_owns(self)?;
         let died = self.acquire_read(p, None, false)?;
-        Ok(ReadGuard { lock: self, p, owner_died: died })
+        Ok(ReadGuard {
+            lock: self,
+            p,
+            owner_died: died,
+        })
     }
 
     /// Takes a read lock, giving up after `timeout`.
@@ -94,21 +102,33 @@ impl ShmRwLock {
     ) -> Result<ReadGuard<'a>, LockError> {
         p.check_owns(self)?;
         let died = self.acquire_read(p, p.now().checked_add(timeout), false)?;
-        Ok(ReadGuard { lock: self, p, owner_died: died })
+        Ok(ReadGuard {
+            lock: self,
+            p,
+            owner_died: died,
+        })
     }
 
     /// Tries to take the write lock without blocking.
     pub fn try_write<'a>(&'a self, p: &'a Participant) -> Result<WriteGuard<'a>, LockError> {
         p.check_owns(self)?;
         let died = self.acquire_write(p, Some(p.now()), true)?;
-        Ok(WriteGuard { lock: self, p, owner_died: died })
+        Ok(WriteGuard {
+            lock: self,
+            p,
+            owner_died: died,
+        })
     }
 
     /// Takes the write lock, blocking as long as needed.
     pub fn write<'a>(&'a self, p: &'a Participant) -> Result<WriteGuard<'a>, LockError> {
         p.check_owns(self)?;
         let died = self.acquire_write(p, None, false)?;
-        Ok(WriteGuard { lock: self, p, owner_died: died })
+        Ok(WriteGuard {
+            lock: self,
+            p,
+            owner_died: died,
+        })
     }
 
     /// Takes the write lock, giving up after `timeout`.
@@ -119,7 +139,11 @@ impl ShmRwLock {
     ) -> Result<WriteGuard<'a>, LockError> {
         p.check_owns(self)?;
         let died = self.acquire_write(p, p.now().checked_add(timeout), false)?;
-        Ok(WriteGuard { lock: self, p, owner_died: died })
+        Ok(WriteGuard {
+            lock: self,
+            p,
+            owner_died: died,
+        })
     }
 
     /// Whether a writer died while writing and nobody marked the state
@@ -161,8 +185,13 @@ impl ShmRwLock {
     }
 
     /// Sleeps on the writer word while it still equals `w` (setting
-    /// `WAITERS` first). `Err` on deadline; `Ok(false)` if the word changed.
-    fn sleep_on_writer<E: Env>(&self, env: &E, w: u32, deadline: Option<Instant>) -> Result<(), LockError> {
+    /// `WAITERS` first). `Err` once the deadline has passed.
+    fn sleep_on_writer<E: Env>(
+        &self,
+        env: &E,
+        w: u32,
+        deadline: Option<Instant>,
+    ) -> Result<(), LockError> {
         let mut w = w;
         if w & WAITERS == 0 {
             match self
@@ -303,21 +332,27 @@ impl ShmRwLock {
                 .enumerate()
                 .find(|&(_, r)| r != 0);
             let Some((j, r)) = busy else { break };
-            if try_only || slept {
-                if !env.token_alive(r) {
-                    if self.readers[j]
-                        .compare_exchange(r, 0, Ordering::AcqRel, Ordering::Relaxed)
-                        .is_ok()
-                    {
-                        died = true;
-                    }
-                    continue;
+            if (try_only || slept) && !env.token_alive(r) {
+                if self.readers[j]
+                    .compare_exchange(r, 0, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    died = true;
                 }
+                continue;
             }
-            let wait = if try_only { None } else { next_wait(env.now(), deadline) };
+            let wait = if try_only {
+                None
+            } else {
+                next_wait(env.now(), deadline)
+            };
             let Some(wait) = wait else {
                 self.abandon_write(env);
-                return Err(if try_only { LockError::WouldBlock } else { LockError::Timeout });
+                return Err(if try_only {
+                    LockError::WouldBlock
+                } else {
+                    LockError::Timeout
+                });
             };
             env.wait(&self.depart, seen, wait);
             slept = true;
@@ -325,7 +360,9 @@ impl ShmRwLock {
         // Phase 3: active.
         let _ = self
             .writer
-            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |w| Some((w & !DRAIN) | ACTIVE));
+            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |w| {
+                Some((w & !DRAIN) | ACTIVE)
+            });
         Ok(died || self.is_poisoned())
     }
 
@@ -337,7 +374,10 @@ impl ShmRwLock {
     }
 
     pub(crate) fn release_write<E: Env>(&self, env: &E) {
-        debug_assert_eq!(self.writer.load(Ordering::Relaxed) & TOKEN_MASK, env.token());
+        debug_assert_eq!(
+            self.writer.load(Ordering::Relaxed) & TOKEN_MASK,
+            env.token()
+        );
         self.abandon_write(env);
     }
 
@@ -413,9 +453,16 @@ mod tests {
         assert_eq!(l.acquire_read(&a, None, true), Ok(false));
         assert_eq!(l.acquire_read(&b, None, true), Ok(false));
         assert_eq!(l.reader_count(), 2);
-        assert_eq!(l.acquire_read(&a, None, true), Err(LockError::WouldDeadlock));
+        assert_eq!(
+            l.acquire_read(&a, None, true),
+            Err(LockError::WouldDeadlock)
+        );
         assert_eq!(l.acquire_write(&c, None, true), Err(LockError::WouldBlock));
-        assert_eq!(l.writer.load(Ordering::Relaxed), 0, "failed try_write undone");
+        assert_eq!(
+            l.writer.load(Ordering::Relaxed),
+            0,
+            "failed try_write undone"
+        );
         l.release_read(&a);
         l.release_read(&b);
         assert_eq!(l.acquire_write(&c, None, true), Ok(false));
@@ -470,6 +517,46 @@ mod tests {
         l.release_write(&b);
     }
 
+    /// Real threads: writers increment a plain counter, readers check it is
+    /// never observed mid-update. Under Miri this checks for data races.
+    #[test]
+    fn threads_readers_and_writers() {
+        struct Shared(std::cell::UnsafeCell<(u64, u64)>);
+        // SAFETY: access is serialised by the lock under test.
+        unsafe impl Sync for Shared {}
+        let l = ShmRwLock::new();
+        let data = Shared(std::cell::UnsafeCell::new((0, 0)));
+        let root = FakeEnv::new(0, 1);
+        let iters = if cfg!(miri) { 10 } else { 1000 };
+        std::thread::scope(|s| {
+            for slot in 1..5 {
+                let env = FakeEnv::with_world(&root, slot, 1);
+                let (l, data) = (&l, &data);
+                s.spawn(move || {
+                    for _ in 0..iters {
+                        if slot % 2 == 0 {
+                            assert_eq!(l.acquire_write(&env, None, false), Ok(false));
+                            // SAFETY: the write lock is held.
+                            unsafe {
+                                let d = &mut *data.0.get();
+                                d.0 += 1;
+                                d.1 += 1;
+                            }
+                            l.release_write(&env);
+                        } else {
+                            assert_eq!(l.acquire_read(&env, None, false), Ok(false));
+                            // SAFETY: a read lock is held; writers are excluded.
+                            let (a, b) = unsafe { *data.0.get() };
+                            assert_eq!(a, b);
+                            l.release_read(&env);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(data.0.into_inner(), (2 * iters, 2 * iters));
+    }
+
     #[test]
     fn writer_times_out_on_live_reader() {
         let l = ShmRwLock::new();
@@ -477,7 +564,10 @@ mod tests {
         let b = FakeEnv::with_world(&a, 1, 1);
         assert_eq!(l.acquire_read(&a, None, false), Ok(false));
         let dl = b.now() + Duration::from_millis(20);
-        assert_eq!(l.acquire_write(&b, Some(dl), false), Err(LockError::Timeout));
+        assert_eq!(
+            l.acquire_write(&b, Some(dl), false),
+            Err(LockError::Timeout)
+        );
         assert_eq!(l.writer.load(Ordering::Relaxed) & TOKEN_MASK, 0);
         l.release_read(&a);
     }

@@ -9,15 +9,16 @@
 //! [`Segment::refresh`].
 
 use std::fmt;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32 as StdU32, AtomicU64 as StdU64, Ordering};
 
-use memmap2::{MmapOptions, MmapRaw};
+use memmap2::MmapRaw;
 
 use crate::error::{Error, HeaderError, Result};
 use crate::header::{self, FLAG_PERSISTENT, HEADER_LEN, HeaderInfo};
+use crate::mapping::{ReadOnlyView, ShmType, map};
 use crate::offset::{Offset, check_range};
 use crate::participant::{ATTACH_BYTE, Participant, ParticipantInfo, SLOT_FREE, Slot};
 use crate::sys;
@@ -106,7 +107,9 @@ impl SegmentOptions {
             unix_ns(),
             flags,
         )
-        .ok_or(Error::InvalidSize("data length, max length or participant count out of range"))
+        .ok_or(Error::InvalidSize(
+            "data length, max length or participant count out of range",
+        ))
     }
 }
 
@@ -126,7 +129,11 @@ pub fn validate_prefix(prefix: &str) -> Result<()> {
         && prefix
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
-    if ok { Ok(()) } else { Err(Error::InvalidName(prefix.to_owned())) }
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidName(prefix.to_owned()))
+    }
 }
 
 fn validate_name(name: &str) -> Result<&str> {
@@ -145,21 +152,24 @@ pub(crate) struct Shared {
     pub(crate) access: Access,
     pub(crate) info: HeaderInfo,
     pub(crate) name: Option<String>,
-    valid_len: StdU64,
+    pub(crate) valid_len: StdU64,
 }
 
 impl Shared {
-    fn base(&self) -> *mut u8 {
+    pub(crate) fn base(&self) -> *mut u8 {
         self.map.as_mut_ptr()
     }
 
     pub(crate) fn contains(&self, addr: usize, len: usize) -> bool {
         let base = self.base() as usize;
-        addr >= base && addr.checked_add(len).is_some_and(|end| end <= base + self.map.len())
+        addr >= base
+            && addr
+                .checked_add(len)
+                .is_some_and(|end| end <= base + self.map.len())
     }
 
     fn header_u32(&self, off: usize) -> &StdU32 {
-        debug_assert!(off + 4 <= HEADER_LEN && off % 4 == 0);
+        debug_assert!(off + 4 <= HEADER_LEN && off.is_multiple_of(4));
         // SAFETY: the header lies inside the mapping (validated/created with
         // total_len >= data_offset > HEADER_LEN), `off` is a 4-aligned offset
         // inside it and the page-aligned base keeps that alignment. Any bit
@@ -168,7 +178,7 @@ impl Shared {
     }
 
     fn header_u64(&self, off: usize) -> &StdU64 {
-        debug_assert!(off + 8 <= HEADER_LEN && off % 8 == 0);
+        debug_assert!(off + 8 <= HEADER_LEN && off.is_multiple_of(8));
         // SAFETY: as for `header_u32`, with 8-byte alignment.
         unsafe { &*(self.base().add(off) as *const StdU64) }
     }
@@ -186,7 +196,9 @@ impl Shared {
 
     /// Creates the shared state for a freshly created object `fd`.
     fn init(fd: OwnedFd, info: HeaderInfo, name: Option<String>, allocate: bool) -> Result<Shared> {
-        if !sys::ofd_try_lock(fd.as_fd(), ATTACH_BYTE, sys::LockKind::Read).map_err(Error::sys("F_OFD_SETLK"))? {
+        if !sys::ofd_try_lock(fd.as_fd(), ATTACH_BYTE, sys::LockKind::Read)
+            .map_err(Error::sys("F_OFD_SETLK"))?
+        {
             return Err(Error::Busy);
         }
         if allocate {
@@ -208,7 +220,9 @@ impl Shared {
             name,
             valid_len: StdU64::new(info.total_len),
         };
-        shared.header_u32(header::OFF_READY).store(header::READY, Ordering::Release);
+        shared
+            .header_u32(header::OFF_READY)
+            .store(header::READY, Ordering::Release);
         Ok(shared)
     }
 
@@ -226,14 +240,22 @@ impl Shared {
         }
         let mut bytes = [0u8; HEADER_LEN];
         if st.size < HEADER_LEN as u64 {
-            return Err(HeaderError::TooSmall { len: st.size, need: HEADER_LEN as u64 }.into());
+            return Err(HeaderError::TooSmall {
+                len: st.size,
+                need: HEADER_LEN as u64,
+            }
+            .into());
         }
         sys::pread_exact(fd.as_fd(), &mut bytes, 0).map_err(Error::sys("pread header"))?;
         let info = header::validate(&bytes, st.size)?;
         if info.creator_uid != st.uid {
-            return Err(Error::Permission("header creator uid differs from the owner"));
+            return Err(Error::Permission(
+                "header creator uid differs from the owner",
+            ));
         }
-        if !sys::ofd_try_lock(fd.as_fd(), ATTACH_BYTE, sys::LockKind::Read).map_err(Error::sys("F_OFD_SETLK"))? {
+        if !sys::ofd_try_lock(fd.as_fd(), ATTACH_BYTE, sys::LockKind::Read)
+            .map_err(Error::sys("F_OFD_SETLK"))?
+        {
             return Err(Error::Busy);
         }
         if let Some(n) = &name {
@@ -260,7 +282,9 @@ impl Shared {
     /// Recomputes the accessible length from the header and the object size.
     fn refresh(&self) -> Result<u64> {
         let st = sys::fstat(self.fd.as_fd()).map_err(Error::sys("fstat"))?;
-        let total = self.header_u64(header::OFF_TOTAL_LEN).load(Ordering::Acquire);
+        let total = self
+            .header_u64(header::OFF_TOTAL_LEN)
+            .load(Ordering::Acquire);
         let len = total.min(st.size).min(self.info.max_total_len);
         if len < self.info.data_offset {
             return Err(HeaderError::BadField {
@@ -273,48 +297,6 @@ impl Shared {
         Ok(len)
     }
 }
-
-fn map(fd: &OwnedFd, len: u64, access: Access) -> Result<MmapRaw> {
-    let len = usize::try_from(len).map_err(|_| Error::InvalidSize("reservation exceeds address space"))?;
-    let mut opts = MmapOptions::new();
-    opts.len(len);
-    let raw = fd.as_raw_fd();
-    match access {
-        Access::ReadWrite => opts.map_raw(raw),
-        Access::ReadOnly => opts.map_raw_read_only(raw),
-    }
-    .map_err(Error::sys("mmap"))
-}
-
-/// Types that may be placed in a segment and referenced from several
-/// processes at once.
-///
-/// # Safety
-///
-/// Implementors must be valid for every bit pattern (zero in particular),
-/// have no `Drop` glue, and only be mutated through atomic operations
-/// (shared references from many processes must be sound).
-pub unsafe trait ShmType: Sync {}
-
-// SAFETY: all fields are atomics; any bit pattern is a valid (possibly
-// "owned by a dead/invalid token") state that the algorithms handle.
-#[cfg(not(loom))]
-unsafe impl ShmType for crate::ShmMutex {}
-// SAFETY: as above.
-#[cfg(not(loom))]
-unsafe impl ShmType for crate::ShmRwLock {}
-// SAFETY: as above.
-#[cfg(not(loom))]
-unsafe impl ShmType for crate::ShmRefCount {}
-// SAFETY: as above.
-#[cfg(not(loom))]
-unsafe impl ShmType for crate::ShmEvent {}
-// SAFETY: atomics are valid for any bit pattern.
-unsafe impl ShmType for std::sync::atomic::AtomicU32 {}
-// SAFETY: atomics are valid for any bit pattern.
-unsafe impl ShmType for std::sync::atomic::AtomicU64 {}
-// SAFETY: atomics are valid for any bit pattern.
-unsafe impl ShmType for std::sync::atomic::AtomicI64 {}
 
 /// A handle to a mapped segment. See the [crate docs](crate).
 ///
@@ -360,7 +342,9 @@ impl Segment {
                 }
             };
         }
-        Err(Error::InvalidName("could not find a free random name".to_owned()))
+        Err(Error::InvalidName(
+            "could not find a free random name".to_owned(),
+        ))
     }
 
     /// Creates an anonymous segment backed by a `memfd` (nothing appears in
@@ -415,6 +399,16 @@ impl Segment {
             shared: Arc::new(shared),
             unlink_on_drop: false,
         })
+    }
+
+    /// Loads `image` (the bytes of a whole segment, e.g. a dump, or
+    /// arbitrary fuzz input) into a fresh anonymous `memfd` and opens it
+    /// with the same validation as [`Segment::open`]. Invalid images are
+    /// errors, never undefined behaviour.
+    pub fn from_image(image: &[u8], access: Access) -> Result<Segment> {
+        let fd = sys::memfd("shm-core-image").map_err(Error::sys("memfd_create"))?;
+        sys::pwrite_all(fd.as_fd(), image, 0).map_err(Error::sys("pwrite"))?;
+        Self::from_fd(fd, access)
     }
 
     pub(crate) fn shared(&self) -> &Arc<Shared> {
@@ -481,7 +475,9 @@ impl Segment {
             .filter(|&t| t <= info.max_total_len)
             .ok_or(Error::InvalidSize("beyond the segment's max_data_len"))?;
         sys::fallocate(self.shared.fd.as_fd(), total).map_err(Error::sys("fallocate"))?;
-        self.shared.header_u64(header::OFF_TOTAL_LEN).fetch_max(total, Ordering::AcqRel);
+        self.shared
+            .header_u64(header::OFF_TOTAL_LEN)
+            .fetch_max(total, Ordering::AcqRel);
         self.shared.refresh()?;
         Ok(())
     }
@@ -563,10 +559,7 @@ impl Segment {
     /// A separate `PROT_READ` mapping of this segment, e.g. to hand out
     /// read-only views of inputs; writing through it faults.
     pub fn map_read_only(&self) -> Result<ReadOnlyView> {
-        Ok(ReadOnlyView {
-            map: map(&self.shared.fd, self.shared.info.max_total_len, Access::ReadOnly)?,
-            shared: self.shared.clone(),
-        })
+        ReadOnlyView::new(self.shared.clone())
     }
 
     /// Snapshot of the participant registry.
@@ -587,37 +580,5 @@ impl Drop for Segment {
         if self.unlink_on_drop {
             let _ = self.unlink();
         }
-    }
-}
-
-/// A read-only (`PROT_READ`) mapping of a segment.
-pub struct ReadOnlyView {
-    map: MmapRaw,
-    shared: Arc<Shared>,
-}
-
-impl fmt::Debug for ReadOnlyView {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ReadOnlyView").field("len", &self.map.len()).finish()
-    }
-}
-
-impl ReadOnlyView {
-    /// Bounds-checked pointer to `len` bytes at `offset` of the data region.
-    /// Writing through it faults (`SIGSEGV`).
-    pub fn ptr(&self, offset: Offset, len: u64) -> Result<NonNull<u8>> {
-        let end = self.shared.valid_len.load(Ordering::Acquire);
-        let off = check_range(offset, len, 1, self.shared.info.data_offset, end)?;
-        // SAFETY: `off` is inside this mapping (same reservation length as
-        // the shared one, bounds checked against the accessible length).
-        Ok(unsafe { NonNull::new_unchecked(self.map.as_mut_ptr().add(off)) })
-    }
-
-    /// Copies bytes at `offset` of the data region into `dst`.
-    pub fn read_bytes(&self, offset: Offset, dst: &mut [u8]) -> Result<()> {
-        let src = self.ptr(offset, dst.len() as u64)?;
-        // SAFETY: readable in-bounds source (checked); distinct destination.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr(), dst.len()) };
-        Ok(())
     }
 }

@@ -22,14 +22,24 @@ fn io_err(e: rustix::io::Errno) -> io::Error {
 /// `shm_open(name, O_CREAT|O_EXCL|O_RDWR, 0600)`.
 pub(crate) fn shm_create_excl(name: &str) -> io::Result<OwnedFd> {
     use rustix::shm::OFlags as S;
-    rustix::shm::open(name, S::CREATE | S::EXCL | S::RDWR, Mode::from_raw_mode(0o600)).map_err(io_err)
+    rustix::shm::open(
+        name,
+        S::CREATE | S::EXCL | S::RDWR,
+        Mode::from_raw_mode(0o600),
+    )
+    .map_err(io_err)
 }
 
 /// Opens an existing object under `/dev/shm` without following symlinks.
 pub(crate) fn shm_open_existing(name: &str, write: bool) -> io::Result<OwnedFd> {
     let path = format!("{SHM_DIR}/{name}");
     let acc = if write { OFlags::RDWR } else { OFlags::RDONLY };
-    rustix::fs::open(path, acc | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()).map_err(io_err)
+    rustix::fs::open(
+        path,
+        acc | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(io_err)
 }
 
 /// `shm_unlink(name)`.
@@ -46,8 +56,11 @@ pub(crate) fn memfd(name: &str) -> io::Result<OwnedFd> {
 /// Forbids shrinking a memfd (growth stays allowed), so no holder can make
 /// another's mapping fault with `SIGBUS` by truncating.
 pub(crate) fn seal_no_shrink(fd: BorrowedFd<'_>) -> io::Result<()> {
-    rustix::fs::fcntl_add_seals(fd, rustix::fs::SealFlags::SHRINK | rustix::fs::SealFlags::SEAL)
-        .map_err(io_err)
+    rustix::fs::fcntl_add_seals(
+        fd,
+        rustix::fs::SealFlags::SHRINK | rustix::fs::SealFlags::SEAL,
+    )
+    .map_err(io_err)
 }
 
 /// Opens a new open file description of the same object (for a separate
@@ -72,7 +85,8 @@ pub(crate) struct ObjStat {
 pub(crate) fn fstat(fd: BorrowedFd<'_>) -> io::Result<ObjStat> {
     let st = rustix::fs::fstat(fd).map_err(io_err)?;
     Ok(ObjStat {
-        regular: rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile,
+        regular: rustix::fs::FileType::from_raw_mode(st.st_mode)
+            == rustix::fs::FileType::RegularFile,
         uid: st.st_uid,
         mode: st.st_mode & 0o7777,
         size: u64::try_from(st.st_size).unwrap_or(0),
@@ -86,7 +100,8 @@ pub(crate) fn stat_name(name: &str) -> io::Result<ObjStat> {
     let path = format!("{SHM_DIR}/{name}");
     let st = rustix::fs::lstat(path).map_err(io_err)?;
     Ok(ObjStat {
-        regular: rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile,
+        regular: rustix::fs::FileType::from_raw_mode(st.st_mode)
+            == rustix::fs::FileType::RegularFile,
         uid: st.st_uid,
         mode: st.st_mode & 0o7777,
         size: u64::try_from(st.st_size).unwrap_or(0),
@@ -119,6 +134,19 @@ pub(crate) fn pread_exact(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io
     Ok(())
 }
 
+/// Writes all of `buf` at `offset`.
+pub(crate) fn pwrite_all(fd: BorrowedFd<'_>, buf: &[u8], offset: u64) -> io::Result<()> {
+    let mut done = 0;
+    while done < buf.len() {
+        let n = rustix::io::pwrite(fd, &buf[done..], offset + done as u64).map_err(io_err)?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        done += n;
+    }
+    Ok(())
+}
+
 /// Kind of OFD lock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum LockKind {
@@ -126,18 +154,28 @@ pub(crate) enum LockKind {
     Write,
 }
 
-fn ofd_fcntl(fd: BorrowedFd<'_>, cmd: libc::c_int, ty: libc::c_short, byte: u64) -> io::Result<libc::flock> {
+fn ofd_fcntl(
+    fd: BorrowedFd<'_>,
+    cmd: libc::c_int,
+    ty: libc::c_short,
+    byte: u64,
+) -> io::Result<libc::flock> {
     // SAFETY: `flock` is a plain C struct of integers; all-zero is valid.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
     fl.l_type = ty;
     fl.l_whence = libc::SEEK_SET as libc::c_short;
-    fl.l_start = libc::off_t::try_from(byte).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    fl.l_start =
+        libc::off_t::try_from(byte).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     fl.l_len = 1;
     fl.l_pid = 0; // required for OFD commands
     // SAFETY: `fd` is a live descriptor for the duration of the call and
     // `fl` is a valid, exclusively borrowed `struct flock`, as F_OFD_* expect.
     let r = unsafe { libc::fcntl(fd.as_raw_fd(), cmd, &mut fl as *mut libc::flock) };
-    if r == -1 { Err(io::Error::last_os_error()) } else { Ok(fl) }
+    if r == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(fl)
+    }
 }
 
 /// Non-blocking OFD lock of one byte. `Ok(false)` if another open file
@@ -170,7 +208,12 @@ pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
         tv_nsec: i64::from(timeout.subsec_nanos()),
     };
     // EAGAIN (value changed), ETIMEDOUT and EINTR all mean "re-check".
-    let _ = rustix::thread::futex::wait(word, rustix::thread::futex::Flags::empty(), expected, Some(&ts));
+    let _ = rustix::thread::futex::wait(
+        word,
+        rustix::thread::futex::Flags::empty(),
+        expected,
+        Some(&ts),
+    );
 }
 
 /// `FUTEX_WAKE` (shared).
@@ -194,7 +237,8 @@ pub(crate) fn random_hex(n: usize) -> io::Result<String> {
     let mut buf = vec![0u8; n];
     let mut done = 0;
     while done < n {
-        let k = rustix::rand::getrandom(&mut buf[done..], rustix::rand::GetRandomFlags::empty()).map_err(io_err)?;
+        let k = rustix::rand::getrandom(&mut buf[done..], rustix::rand::GetRandomFlags::empty())
+            .map_err(io_err)?;
         done += k;
     }
     Ok(buf.iter().map(|b| format!("{b:02x}")).collect())

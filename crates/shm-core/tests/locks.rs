@@ -1,5 +1,6 @@
 //! Multi-process tests of the mutex and the reader-writer lock, including
 //! holders killed with `SIGKILL`.
+#![cfg(not(loom))] // real processes and syscalls; loom models live in src/loom_models.rs
 
 mod common;
 
@@ -30,7 +31,8 @@ fn bump_counter(seg: &Segment) {
     seg.read_bytes(off(seg, COUNTER), &mut b).unwrap();
     let v = u64::from_le_bytes(b) + 1;
     std::hint::black_box(&v);
-    seg.write_bytes(off(seg, COUNTER), &v.to_le_bytes()).unwrap();
+    seg.write_bytes(off(seg, COUNTER), &v.to_le_bytes())
+        .unwrap();
 }
 fn read_counter(seg: &Segment) -> u64 {
     let mut b = [0u8; 8];
@@ -45,12 +47,16 @@ fn new_segment() -> Segment {
 /// Child side of every test in this file; a no-op unless `ROLE` is set.
 #[test]
 fn child_entry() {
-    let Ok(role) = std::env::var(ROLE) else { return };
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
     let seg = Segment::open(&var("SEG")).unwrap();
     let p = seg.join().unwrap();
     let mutex: &ShmMutex = seg.at(off(&seg, MUTEX)).unwrap();
     let rw: &ShmRwLock = seg.at(off(&seg, RWLOCK)).unwrap();
-    let iters: u64 = std::env::var("ITERS").map(|v| v.parse().unwrap()).unwrap_or(0);
+    let iters: u64 = std::env::var("ITERS")
+        .map(|v| v.parse().unwrap())
+        .unwrap_or(0);
     let hold_forever = || {
         a32(&seg, FLAG).fetch_add(1, Ordering::SeqCst);
         std::thread::sleep(Duration::from_secs(60));
@@ -82,7 +88,9 @@ fn child_entry() {
             if writer {
                 // Phase 1 (readers only) must show overlap; a waiting
                 // writer would (correctly) hold new readers back.
-                wait_until(Duration::from_secs(30), || a32(&seg, MAX_R).load(Ordering::SeqCst) >= 2);
+                wait_until(Duration::from_secs(30), || {
+                    a32(&seg, MAX_R).load(Ordering::SeqCst) >= 2
+                });
             }
             for i in 0..iters {
                 if writer {
@@ -123,7 +131,10 @@ fn child(seg: &Segment, role: &str, iters: u64) -> KillOnDrop {
     KillOnDrop(spawn(
         ENTRY,
         role,
-        &[("SEG", seg.name().unwrap().to_owned()), ("ITERS", iters.to_string())],
+        &[
+            ("SEG", seg.name().unwrap().to_owned()),
+            ("ITERS", iters.to_string()),
+        ],
     ))
 }
 
@@ -158,8 +169,15 @@ fn readers_overlap_and_writers_are_exclusive() {
         assert!(wait_bounded(&mut k.0, Duration::from_secs(120)).success());
     }
     assert_eq!(a32(&seg, VIOLATIONS).load(Ordering::SeqCst), 0);
-    assert!(a32(&seg, MAX_R).load(Ordering::SeqCst) >= 2, "readers never overlapped");
-    assert_eq!(read_counter(&seg), 2 * ITERS, "every write happened exactly once");
+    assert!(
+        a32(&seg, MAX_R).load(Ordering::SeqCst) >= 2,
+        "readers never overlapped"
+    );
+    assert_eq!(
+        read_counter(&seg),
+        2 * ITERS,
+        "every write happened exactly once"
+    );
     let rw: &ShmRwLock = seg.at(off(&seg, RWLOCK)).unwrap();
     assert_eq!(rw.reader_count(), 0);
 }
@@ -168,7 +186,9 @@ fn spawn_holder(seg: &Segment, role: &str) -> KillOnDrop {
     let before = a32(seg, FLAG).load(Ordering::SeqCst);
     let k = child(seg, role, 0);
     assert!(
-        wait_until(Duration::from_secs(30), || a32(seg, FLAG).load(Ordering::SeqCst) > before),
+        wait_until(Duration::from_secs(30), || a32(seg, FLAG)
+            .load(Ordering::SeqCst)
+            > before),
         "holder never took the lock"
     );
     k
@@ -181,7 +201,10 @@ fn mutex_holder_killed_waiter_released_with_owner_died() {
     let mut holder = spawn_holder(&seg, "hold_mutex");
     let mutex: &ShmMutex = seg.at(off(&seg, MUTEX)).unwrap();
     let p = seg.join().unwrap();
-    assert!(matches!(mutex.try_lock(&p), Err(shm_core::LockError::WouldBlock)));
+    assert!(matches!(
+        mutex.try_lock(&p),
+        Err(shm_core::LockError::WouldBlock)
+    ));
     assert!(matches!(
         mutex.lock_timeout(&p, Duration::from_millis(50)),
         Err(shm_core::LockError::Timeout)
@@ -198,7 +221,10 @@ fn mutex_holder_killed_waiter_released_with_owner_died() {
         let (died, got_at) = waiter.join().unwrap();
         assert!(died, "waiter must see owner-died");
         let delay = got_at.saturating_duration_since(killed_at);
-        assert!(delay < Duration::from_secs(5), "waiter released after {delay:?}");
+        assert!(
+            delay < Duration::from_secs(5),
+            "waiter released after {delay:?}"
+        );
         killed_at
     });
     let _ = killed_at;
@@ -217,7 +243,10 @@ fn writer_killed_readers_and_writers_see_owner_died() {
     let mut holder = spawn_holder(&seg, "hold_write");
     let rw: &ShmRwLock = seg.at(off(&seg, RWLOCK)).unwrap();
     let p = seg.join().unwrap();
-    assert!(matches!(rw.try_read(&p), Err(shm_core::LockError::WouldBlock)));
+    assert!(matches!(
+        rw.try_read(&p),
+        Err(shm_core::LockError::WouldBlock)
+    ));
     kill9(&mut holder.0);
     let r = rw.read_timeout(&p, Duration::from_secs(30)).unwrap();
     assert!(r.owner_died());
@@ -240,7 +269,10 @@ fn reader_killed_writer_proceeds_with_owner_died() {
     let p = seg.join().unwrap();
     // Other readers are not blocked by a live reader.
     drop(rw.try_read(&p).unwrap());
-    assert!(matches!(rw.try_write(&p), Err(shm_core::LockError::WouldBlock)));
+    assert!(matches!(
+        rw.try_write(&p),
+        Err(shm_core::LockError::WouldBlock)
+    ));
     kill9(&mut holder.0);
     let t0 = Instant::now();
     let w = rw.write_timeout(&p, Duration::from_secs(30)).unwrap();
@@ -258,7 +290,12 @@ fn pid_reuse_does_not_make_a_dead_owner_alive() {
     let seg = new_segment();
     let mut holder = spawn_holder(&seg, "hold_mutex");
     let p = seg.join().unwrap();
-    let dead_slot = seg.participants().into_iter().find(|i| i.alive && i.slot != p.slot()).unwrap().slot;
+    let dead_slot = seg
+        .participants()
+        .into_iter()
+        .find(|i| i.alive && i.slot != p.slot())
+        .unwrap()
+        .slot;
     kill9(&mut holder.0);
     // Pretend the dead holder's PID was recycled: write a live PID (ours)
     // into its registry slot, behind the library's back.
@@ -267,8 +304,13 @@ fn pid_reuse_does_not_make_a_dead_owner_alive() {
         .open(format!("/dev/shm/{}", seg.name().unwrap()))
         .unwrap();
     let pid_field = seg.info().registry_offset + u64::from(dead_slot) * 32 + 8;
-    f.write_all_at(&std::process::id().to_le_bytes(), pid_field).unwrap();
-    let info = seg.participants().into_iter().find(|i| i.slot == dead_slot).unwrap();
+    f.write_all_at(&std::process::id().to_le_bytes(), pid_field)
+        .unwrap();
+    let info = seg
+        .participants()
+        .into_iter()
+        .find(|i| i.slot == dead_slot)
+        .unwrap();
     assert_eq!(info.pid, std::process::id());
     assert!(!info.alive, "a recycled pid must not look alive");
     let mutex: &ShmMutex = seg.at(off(&seg, MUTEX)).unwrap();

@@ -1,5 +1,6 @@
 //! Multi-process tests of cross-process reference counts: children killed
 //! in the middle of updates, and concurrent last releases.
+#![cfg(not(loom))] // real processes and syscalls; loom models live in src/loom_models.rs
 
 mod common;
 
@@ -18,7 +19,8 @@ const RECLAIMS: u64 = 4168;
 const ENTRY: &str = "child_entry";
 
 fn obj(seg: &Segment, i: u64) -> &ShmRefCount {
-    seg.at(Offset(seg.data_offset().get() + i * OBJ_STRIDE)).unwrap()
+    seg.at(Offset(seg.data_offset().get() + i * OBJ_STRIDE))
+        .unwrap()
 }
 fn a32(seg: &Segment, rel: u64) -> &AtomicU32 {
     seg.at(Offset(seg.data_offset().get() + rel)).unwrap()
@@ -26,7 +28,9 @@ fn a32(seg: &Segment, rel: u64) -> &AtomicU32 {
 
 #[test]
 fn child_entry() {
-    let Ok(role) = std::env::var(ROLE) else { return };
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
     let seg = Segment::open(&var("SEG")).unwrap();
     let p = seg.join().unwrap();
     let me: u64 = var("CHILD").parse().unwrap();
@@ -56,7 +60,9 @@ fn child_entry() {
             let o = obj(&seg, 0);
             o.acquire(&p).unwrap();
             a32(&seg, READY).fetch_add(1, Ordering::SeqCst);
-            assert!(wait_until(Duration::from_secs(60), || a32(&seg, GO).load(Ordering::SeqCst) == 1));
+            assert!(wait_until(Duration::from_secs(60), || a32(&seg, GO)
+                .load(Ordering::SeqCst)
+                == 1));
             if o.release(&p).unwrap() == Released::Reclaimed {
                 a32(&seg, RECLAIMS).fetch_add(1, Ordering::SeqCst);
             }
@@ -69,7 +75,10 @@ fn kid(seg: &Segment, role: &str, n: u64) -> KillOnDrop {
     KillOnDrop(spawn(
         ENTRY,
         role,
-        &[("SEG", seg.name().unwrap().to_owned()), ("CHILD", n.to_string())],
+        &[
+            ("SEG", seg.name().unwrap().to_owned()),
+            ("CHILD", n.to_string()),
+        ],
     ))
 }
 
@@ -85,7 +94,9 @@ fn children_killed_mid_update_are_reclaimed() {
     let mut kids: Vec<_> = (0..KIDS).map(|n| kid(&seg, "churn", n)).collect();
     for n in 0..KIDS {
         assert!(
-            wait_until(Duration::from_secs(60), || a32(&seg, PROGRESS + 4 * n).load(Ordering::SeqCst) >= 20),
+            wait_until(Duration::from_secs(60), || a32(&seg, PROGRESS + 4 * n)
+                .load(Ordering::SeqCst)
+                >= 20),
             "child {n} made no progress"
         );
     }
@@ -95,7 +106,7 @@ fn children_killed_mid_update_are_reclaimed() {
     for i in 0..OBJECTS {
         let o = obj(&seg, i);
         let before = o.count();
-        assert!(before >= 1 + 3 * KIDS, "object {i}: count {before}");
+        assert!(before > 3 * KIDS, "object {i}: count {before}");
         let rep = o.reclaim_dead(&p);
         assert!(!rep.reclaimed);
         assert_eq!(rep.dead_holds, before - 1, "object {i}");
@@ -119,14 +130,20 @@ fn concurrent_last_releases_reclaim_exactly_once() {
         a32(&seg, RECLAIMS).store(0, Ordering::SeqCst);
         obj(&seg, 0).init(&p).unwrap();
         let mut kids: Vec<_> = (0..KIDS).map(|n| kid(&seg, "last", n)).collect();
-        assert!(wait_until(Duration::from_secs(60), || a32(&seg, READY).load(Ordering::SeqCst) == KIDS as u32));
+        assert!(wait_until(Duration::from_secs(60), || a32(&seg, READY)
+            .load(Ordering::SeqCst)
+            == KIDS as u32));
         assert_eq!(obj(&seg, 0).count(), KIDS + 1);
         assert_eq!(obj(&seg, 0).release(&p).unwrap(), Released::StillReferenced);
         a32(&seg, GO).store(1, Ordering::SeqCst);
         for k in &mut kids {
             assert!(wait_bounded(&mut k.0, Duration::from_secs(60)).success());
         }
-        assert_eq!(a32(&seg, RECLAIMS).load(Ordering::SeqCst), 1, "round {round}");
+        assert_eq!(
+            a32(&seg, RECLAIMS).load(Ordering::SeqCst),
+            1,
+            "round {round}"
+        );
         assert!(obj(&seg, 0).is_reclaimed());
     }
 }

@@ -1,5 +1,6 @@
 //! Segment creation, opening, validation, growth, read-only mappings and
 //! the participant registry.
+#![cfg(not(loom))] // real processes and syscalls; loom models live in src/loom_models.rs
 
 mod common;
 
@@ -19,7 +20,9 @@ fn opts() -> SegmentOptions {
 
 #[test]
 fn child_entry() {
-    let Ok(role) = std::env::var(ROLE) else { return };
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
     match role.as_str() {
         "ro_write" => {
             let seg = Segment::open_read_only(&var("SEG")).unwrap();
@@ -29,8 +32,9 @@ fn child_entry() {
                 std::process::exit(3);
             }
             let ptr = seg.ptr(seg.data_offset(), 1).unwrap();
-            // SAFETY (test): in bounds; the mapping is PROT_READ, so this
-            // write must fault and kill the process with SIGSEGV.
+            // SAFETY: the pointer is in bounds of a live mapping; the mapping
+            // is PROT_READ, so this write faults and kills the process with
+            // SIGSEGV — which is what this child exists to demonstrate.
             unsafe { ptr.as_ptr().write_volatile(1) };
             std::process::exit(4);
         }
@@ -45,7 +49,10 @@ fn create_open_name_mode_and_unlink_on_drop() {
     let name = seg.name().unwrap().to_owned();
     let (pre, rand) = name.rsplit_once('-').unwrap();
     assert_eq!(pre, prefix());
-    assert!(rand.len() >= 24 && rand.bytes().all(|b| b.is_ascii_hexdigit()), "{rand}");
+    assert!(
+        rand.len() >= 24 && rand.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{rand}"
+    );
     let meta = std::fs::metadata(format!("/dev/shm/{name}")).unwrap();
     use std::os::unix::fs::MetadataExt;
     assert_eq!(meta.mode() & 0o777, 0o600);
@@ -53,26 +60,52 @@ fn create_open_name_mode_and_unlink_on_drop() {
     assert_eq!(seg.info().creator_pid, std::process::id());
     let other = Segment::open(&format!("/{name}")).unwrap();
     assert_eq!(other.info(), seg.info());
-    seg.at::<AtomicU64>(seg.data_offset()).unwrap().store(7, Ordering::SeqCst);
-    assert_eq!(other.at::<AtomicU64>(other.data_offset()).unwrap().load(Ordering::SeqCst), 7);
+    seg.at::<AtomicU64>(seg.data_offset())
+        .unwrap()
+        .store(7, Ordering::SeqCst);
+    assert_eq!(
+        other
+            .at::<AtomicU64>(other.data_offset())
+            .unwrap()
+            .load(Ordering::SeqCst),
+        7
+    );
     drop(other);
-    assert!(std::path::Path::new(&format!("/dev/shm/{name}")).exists(), "opener never unlinks");
+    assert!(
+        std::path::Path::new(&format!("/dev/shm/{name}")).exists(),
+        "opener never unlinks"
+    );
     drop(seg);
-    assert!(!std::path::Path::new(&format!("/dev/shm/{name}")).exists(), "creator unlinks");
+    assert!(
+        !std::path::Path::new(&format!("/dev/shm/{name}")).exists(),
+        "creator unlinks"
+    );
     assert!(matches!(Segment::open(&name), Err(Error::NotFound)));
 }
 
 #[test]
 #[cfg_attr(miri, ignore = "needs real syscalls")]
 fn bad_names_and_sizes_are_errors() {
-    assert!(matches!(Segment::create(&SegmentOptions::new(1).prefix("a/b")), Err(Error::InvalidName(_))));
-    assert!(matches!(Segment::create(&SegmentOptions::new(1).prefix("")), Err(Error::InvalidName(_))));
-    assert!(matches!(Segment::open("../etc/passwd"), Err(Error::InvalidName(_))));
+    assert!(matches!(
+        Segment::create(&SegmentOptions::new(1).prefix("a/b")),
+        Err(Error::InvalidName(_))
+    ));
+    assert!(matches!(
+        Segment::create(&SegmentOptions::new(1).prefix("")),
+        Err(Error::InvalidName(_))
+    ));
+    assert!(matches!(
+        Segment::open("../etc/passwd"),
+        Err(Error::InvalidName(_))
+    ));
     assert!(matches!(
         Segment::create(&opts().max_participants(0)),
         Err(Error::InvalidSize(_))
     ));
-    assert!(matches!(Segment::create(&SegmentOptions::new(u64::MAX).prefix(prefix())), Err(Error::InvalidSize(_))));
+    assert!(matches!(
+        Segment::create(&SegmentOptions::new(u64::MAX).prefix(prefix())),
+        Err(Error::InvalidSize(_))
+    ));
 }
 
 #[test]
@@ -81,9 +114,24 @@ fn offsets_are_bounds_checked() {
     let seg = Segment::create(&opts()).unwrap();
     let d = seg.data_offset().get();
     assert!(seg.at::<ShmMutex>(Offset(d)).is_ok());
-    assert!(matches!(seg.at::<ShmMutex>(Offset(0)), Err(Error::OutOfBounds { .. })), "header is off limits");
-    assert!(matches!(seg.at::<ShmMutex>(Offset(d + 2)), Err(Error::OutOfBounds { .. })), "misaligned");
-    assert!(matches!(seg.at::<ShmMutex>(Offset(d + 8192 - 4)), Err(Error::OutOfBounds { .. })));
+    assert!(
+        matches!(
+            seg.at::<ShmMutex>(Offset(0)),
+            Err(Error::OutOfBounds { .. })
+        ),
+        "header is off limits"
+    );
+    assert!(
+        matches!(
+            seg.at::<ShmMutex>(Offset(d + 2)),
+            Err(Error::OutOfBounds { .. })
+        ),
+        "misaligned"
+    );
+    assert!(matches!(
+        seg.at::<ShmMutex>(Offset(d + 8192 - 4)),
+        Err(Error::OutOfBounds { .. })
+    ));
     assert!(seg.ptr(Offset(d + 8192), 1).is_err());
     assert!(seg.write_bytes(Offset(u64::MAX - 1), &[1, 2, 3]).is_err());
     let mut b = [0u8; 4];
@@ -102,7 +150,10 @@ fn grow_is_seen_after_refresh() {
     seg.grow(200_000).unwrap();
     assert_eq!(seg.data_len(), 200_000);
     seg.write_bytes(far, &[9]).unwrap();
-    assert!(other.read_bytes(far, &mut [0]).is_err(), "not yet refreshed");
+    assert!(
+        other.read_bytes(far, &mut [0]).is_err(),
+        "not yet refreshed"
+    );
     other.refresh().unwrap();
     let mut b = [0u8];
     other.read_bytes(far, &mut b).unwrap();
@@ -118,37 +169,108 @@ fn corrupted_or_foreign_objects_are_rejected() {
     let seg = Segment::create(&opts()).unwrap();
     let name = seg.name().unwrap().to_owned();
     let path = format!("/dev/shm/{name}");
-    let f = std::fs::OpenOptions::new().read(true).write(true).open(&path).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&path)
+        .unwrap();
     let flip = |at: u64| {
         let mut b = [0u8];
         f.read_exact_at(&mut b, at).unwrap();
         f.write_all_at(&[b[0] ^ 0x10], at).unwrap();
     };
     flip(0);
-    assert!(matches!(Segment::open(&name), Err(Error::Header(HeaderError::BadMagic))));
+    assert!(matches!(
+        Segment::open(&name),
+        Err(Error::Header(HeaderError::BadMagic))
+    ));
     flip(0);
     flip(20);
-    assert!(matches!(Segment::open(&name), Err(Error::Header(HeaderError::BadChecksum))));
+    assert!(matches!(
+        Segment::open(&name),
+        Err(Error::Header(HeaderError::BadChecksum))
+    ));
     flip(20);
     flip(100); // reserved byte
-    assert!(matches!(Segment::open(&name), Err(Error::Header(HeaderError::BadField { .. }))));
+    assert!(matches!(
+        Segment::open(&name),
+        Err(Error::Header(HeaderError::BadField { .. }))
+    ));
     flip(100);
     assert!(Segment::open(&name).is_ok());
     f.set_len(4096 + 100).unwrap(); // truncated below total_len
-    assert!(matches!(Segment::open(&name), Err(Error::Header(HeaderError::BadField { field: "total_len", .. }))));
+    assert!(matches!(
+        Segment::open(&name),
+        Err(Error::Header(HeaderError::BadField {
+            field: "total_len",
+            ..
+        }))
+    ));
     f.set_len(50).unwrap();
-    assert!(matches!(Segment::open(&name), Err(Error::Header(HeaderError::TooSmall { .. }))));
+    assert!(matches!(
+        Segment::open(&name),
+        Err(Error::Header(HeaderError::TooSmall { .. }))
+    ));
     drop(seg);
 
     // Foreign content and unsafe permissions under our prefix.
     let foreign = format!("{}-foreign", prefix());
     let fpath = format!("/dev/shm/{foreign}");
-    let ff = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&fpath).unwrap();
+    let ff = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&fpath)
+        .unwrap();
     ff.write_all_at(&[0u8; 8192], 0).unwrap();
-    assert!(matches!(Segment::open(&foreign), Err(Error::Header(HeaderError::BadMagic))));
+    assert!(matches!(
+        Segment::open(&foreign),
+        Err(Error::Header(HeaderError::BadMagic))
+    ));
     std::fs::set_permissions(&fpath, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
     assert!(matches!(Segment::open(&foreign), Err(Error::Permission(_))));
     std::fs::remove_file(&fpath).unwrap();
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "needs real syscalls")]
+fn images_round_trip_and_garbage_is_an_error() {
+    let seg = Segment::create(&opts()).unwrap();
+    seg.write_bytes(seg.data_offset(), b"hello").unwrap();
+    let mut image = vec![0u8; seg.len() as usize];
+    let f = std::fs::File::open(format!("/dev/shm/{}", seg.name().unwrap())).unwrap();
+    f.read_exact_at(&mut image, 0).unwrap();
+    let copy = Segment::from_image(&image, Access::ReadWrite).unwrap();
+    let mut b = [0u8; 5];
+    copy.read_bytes(copy.data_offset(), &mut b).unwrap();
+    assert_eq!(&b, b"hello");
+    assert!(matches!(
+        Segment::from_image(&image[..4096], Access::ReadOnly),
+        Err(Error::Header(_))
+    ));
+    assert!(matches!(
+        Segment::from_image(&[], Access::ReadOnly),
+        Err(Error::Header(HeaderError::TooSmall { .. }))
+    ));
+    let mut bad = image.clone();
+    bad[8] = 99; // layout version
+    assert!(matches!(
+        Segment::from_image(&bad, Access::ReadOnly),
+        Err(Error::Header(_))
+    ));
+    // Pseudo-random garbage never opens.
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for len in [1usize, 64, 127, 128, 129, 4096, 10_000] {
+        let junk: Vec<u8> = (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        assert!(Segment::from_image(&junk, Access::ReadWrite).is_err());
+    }
 }
 
 #[test]
@@ -158,17 +280,31 @@ fn read_only_mapping_faults_on_write_in_child() {
     seg.write_bytes(seg.data_offset(), &[0xAB]).unwrap();
     let ro = Segment::open_read_only(seg.name().unwrap()).unwrap();
     assert_eq!(ro.access(), Access::ReadOnly);
-    assert!(matches!(ro.at::<ShmMutex>(ro.data_offset()), Err(Error::ReadOnly)));
-    assert!(matches!(ro.write_bytes(ro.data_offset(), &[1]), Err(Error::ReadOnly)));
+    assert!(matches!(
+        ro.at::<ShmMutex>(ro.data_offset()),
+        Err(Error::ReadOnly)
+    ));
+    assert!(matches!(
+        ro.write_bytes(ro.data_offset(), &[1]),
+        Err(Error::ReadOnly)
+    ));
     assert!(matches!(ro.join(), Err(Error::ReadOnly)));
     let view = seg.map_read_only().unwrap();
     let mut b = [0u8];
     view.read_bytes(seg.data_offset(), &mut b).unwrap();
     assert_eq!(b[0], 0xAB);
 
-    let mut k = KillOnDrop(spawn(ENTRY, "ro_write", &[("SEG", seg.name().unwrap().to_owned())]));
+    let mut k = KillOnDrop(spawn(
+        ENTRY,
+        "ro_write",
+        &[("SEG", seg.name().unwrap().to_owned())],
+    ));
     let st = wait_bounded(&mut k.0, Duration::from_secs(60));
-    assert_eq!(st.signal(), Some(libc_sigsegv()), "write through PROT_READ must fault: {st:?}");
+    assert_eq!(
+        st.signal(),
+        Some(libc_sigsegv()),
+        "write through PROT_READ must fault: {st:?}"
+    );
     let mut b = [0u8];
     seg.read_bytes(seg.data_offset(), &mut b).unwrap();
     assert_eq!(b[0], 0xAB, "data untouched");
@@ -200,7 +336,10 @@ fn registry_slots_generations_and_full() {
     // A lock from another segment is refused.
     let other = Segment::create(&opts()).unwrap();
     let m: &ShmMutex = other.at(other.data_offset()).unwrap();
-    assert!(matches!(m.try_lock(&a), Err(shm_core::LockError::ForeignLock)));
+    assert!(matches!(
+        m.try_lock(&a),
+        Err(shm_core::LockError::ForeignLock)
+    ));
 }
 
 #[test]
@@ -217,7 +356,10 @@ fn anonymous_segment_shared_by_fd() {
     let m1: &ShmMutex = seg.at(seg.data_offset()).unwrap();
     let m2: &ShmMutex = other.at(other.data_offset()).unwrap();
     let g = m1.lock(&a).unwrap();
-    assert!(matches!(m2.try_lock(&b), Err(shm_core::LockError::WouldBlock)));
+    assert!(matches!(
+        m2.try_lock(&b),
+        Err(shm_core::LockError::WouldBlock)
+    ));
     drop(g);
     drop(m2.try_lock(&b).unwrap());
     // Shrinking is sealed.

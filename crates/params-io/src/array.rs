@@ -1,0 +1,233 @@
+//! Glue to `ndobject`: tensors as arrays (zero-copy over the file or map),
+//! and arrays as tensors to write (streamed with `write_c_order`).
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::Arc;
+
+use dtype::{Endianness, Primitive, TypeKind};
+use ndobject::{Array, MemoryBlock};
+
+use crate::error::Error;
+use crate::tensor::{ParamDict, SharedBytes, Tensor};
+use crate::write::{Entry, TensorSource, WriteOptions, write_params, write_params_to_path};
+
+/// Lends a shared owner's bytes to a memory block.
+struct Lend(SharedBytes);
+
+impl AsRef<[u8]> for Lend {
+    fn as_ref(&self) -> &[u8] {
+        (*self.0).as_ref()
+    }
+}
+
+/// Makes the one memory block of each distinct owner.
+#[derive(Default)]
+struct Blocks(HashMap<usize, MemoryBlock>);
+
+impl Blocks {
+    fn array(&mut self, t: &Tensor) -> Result<Array, Error> {
+        match t.shared_owner() {
+            Some((owner, start)) => {
+                let key = Arc::as_ptr(owner).cast::<u8>() as usize;
+                let block = self
+                    .0
+                    .entry(key)
+                    .or_insert_with(|| MemoryBlock::from_owner(Lend(owner.clone())));
+                Ok(Array::from_block(
+                    block,
+                    start,
+                    t.element_type(),
+                    t.shape(),
+                )?)
+            }
+            None => Ok(Array::from_bytes(
+                t.element_type(),
+                t.shape(),
+                t.data().to_vec(),
+            )?),
+        }
+    }
+}
+
+impl Tensor {
+    /// The tensor as an `ndobject` array. A view (from
+    /// [`ParamDict::open_mmap`] or [`ParamDict::from_shared`]) stays
+    /// zero-copy: a read-only array over an external block that keeps the
+    /// map alive, typed `unaligned[T]` when the data offset is not aligned
+    /// for `T` (`Array::to_contiguous` makes an aligned copy). An owned
+    /// tensor is copied into an owned, writable, aligned array.
+    pub fn to_array(&self) -> Result<Array, Error> {
+        Blocks::default().array(self)
+    }
+
+    /// A tensor holding a copy of an array's elements (C order).
+    pub fn from_array(a: &Array) -> Result<Tensor, Error> {
+        let p = array_primitive(a)?;
+        Tensor::new(p, a.shape(), a.to_bytes())
+    }
+}
+
+impl ParamDict {
+    /// Every tensor as an array, in order (see [`Tensor::to_array`]); the
+    /// views of one file share one memory block.
+    pub fn to_arrays(&self) -> Result<Vec<(String, Array)>, Error> {
+        let mut blocks = Blocks::default();
+        self.iter()
+            .map(|p| Ok((p.name().into_owned(), blocks.array(p.tensor())?)))
+            .collect()
+    }
+
+    /// A dictionary holding copies of named arrays.
+    pub fn from_arrays<'a, N: AsRef<[u8]> + 'a>(
+        arrays: impl IntoIterator<Item = (N, &'a Array)>,
+    ) -> Result<ParamDict, Error> {
+        let mut d = ParamDict::new();
+        for (name, a) in arrays {
+            d.insert(name.as_ref().to_vec(), Tensor::from_array(a)?);
+        }
+        Ok(d)
+    }
+}
+
+fn array_primitive(a: &Array) -> Result<Primitive, Error> {
+    let ty = a.element_type();
+    let native_or_little = match ty.kind() {
+        TypeKind::Unaligned(inner) => !matches!(
+            inner.kind(),
+            TypeKind::NonNative {
+                order: Endianness::Big,
+                ..
+            }
+        ),
+        TypeKind::NonNative { order, .. } => *order == Endianness::Little,
+        _ => true,
+    };
+    match ty.as_primitive() {
+        Some(p)
+            if native_or_little && (Endianness::NATIVE == Endianness::Little || p.size() == 1) =>
+        {
+            Ok(p)
+        }
+        _ => Err(Error::Unwritable {
+            name: String::new(),
+            reason: format!("element type {ty} is not a little-endian primitive"),
+        }),
+    }
+}
+
+/// An array ready to be written as a tensor record: its data is streamed
+/// with `Array::write_c_order` (no full copy).
+pub struct ArraySource<'a> {
+    array: &'a Array,
+    primitive: Primitive,
+}
+
+impl<'a> ArraySource<'a> {
+    /// Checks that the array's element type can be written.
+    pub fn new(array: &'a Array) -> Result<ArraySource<'a>, Error> {
+        Ok(ArraySource {
+            array,
+            primitive: array_primitive(array)?,
+        })
+    }
+}
+
+impl TensorSource for ArraySource<'_> {
+    fn primitive(&self) -> Primitive {
+        self.primitive
+    }
+    fn shape(&self) -> &[usize] {
+        self.array.shape()
+    }
+    fn write_data(&self, mut w: &mut dyn Write) -> io::Result<()> {
+        self.array.write_c_order(&mut w)
+    }
+}
+
+fn sources<'a, N: AsRef<[u8]>>(
+    arrays: &'a [(N, &'a Array)],
+) -> Result<Vec<(&'a [u8], ArraySource<'a>)>, Error> {
+    arrays
+        .iter()
+        .map(|(n, a)| Ok((n.as_ref(), ArraySource::new(a)?)))
+        .collect()
+}
+
+/// Writes named arrays as a parameter file, streaming each (strided views
+/// are written in C order without a full copy).
+pub fn write_arrays<W: Write, N: AsRef<[u8]>>(
+    w: W,
+    arrays: &[(N, &Array)],
+    opts: &WriteOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64, Error> {
+    let src = sources(arrays)?;
+    let entries: Vec<Entry<'_>> = src
+        .iter()
+        .map(|(n, s)| (*n, s as &dyn TensorSource))
+        .collect();
+    write_params(w, &entries, opts, progress)
+}
+
+/// [`write_arrays`] to a path, atomically.
+pub fn write_arrays_to_path<N: AsRef<[u8]>>(
+    path: impl AsRef<Path>,
+    arrays: &[(N, &Array)],
+    opts: &WriteOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64, Error> {
+    let src = sources(arrays)?;
+    let entries: Vec<Entry<'_>> = src
+        .iter()
+        .map(|(n, s)| (*n, s as &dyn TensorSource))
+        .collect();
+    write_params_to_path(path, &entries, opts, progress)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::ReadOptions;
+
+    fn sample() -> ParamDict {
+        let mut d = ParamDict::new();
+        let v: Vec<u8> = (0..6i32).flat_map(i32::to_le_bytes).collect();
+        d.insert("a", Tensor::new(Primitive::Int8, &[1], vec![5]).unwrap());
+        d.insert("x", Tensor::new(Primitive::Int32, &[2, 3], v).unwrap());
+        d
+    }
+
+    #[test]
+    fn views_become_zero_copy_arrays_that_outlive_the_dict() {
+        let bytes = sample().to_bytes().unwrap();
+        let d = ParamDict::from_shared(bytes, &ReadOptions::default()).unwrap();
+        let arrays = d.to_arrays().unwrap();
+        let x_ptr = d.get("x").unwrap().data().as_ptr();
+        drop(d);
+        let (name, x) = &arrays[1];
+        assert_eq!(name, "x");
+        assert_eq!(x.shape(), &[2, 3]);
+        // "x" data starts at byte 103 of the file: not 4-aligned.
+        assert_eq!(x.element_type().to_string(), "unaligned[int32]");
+        assert_eq!(x.data_address(), x_ptr as usize, "zero-copy");
+        assert!(x.block().ptr_eq(arrays[0].1.block()), "one block per file");
+        assert!(!x.block().is_writable());
+        assert_eq!(
+            x.to_contiguous().to_vec::<i32>().unwrap(),
+            [0, 1, 2, 3, 4, 5]
+        );
+    }
+
+    #[test]
+    fn arrays_write_the_same_bytes_as_tensors() {
+        let d = sample();
+        let arrays = d.to_arrays().unwrap();
+        let named: Vec<(&str, &Array)> = arrays.iter().map(|(n, a)| (n.as_str(), a)).collect();
+        let mut out = Vec::new();
+        write_arrays(&mut out, &named, &WriteOptions::default(), &mut |_| {}).unwrap();
+        assert_eq!(out, d.to_bytes().unwrap());
+        assert_eq!(ParamDict::from_arrays(named).unwrap(), d);
+    }
+}

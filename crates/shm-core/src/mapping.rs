@@ -1,0 +1,99 @@
+//! Mappings: the `mmap` call, the read-only view, and the [`ShmType`]
+//! marker for what may be referenced inside a segment.
+
+use std::fmt;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::ptr::NonNull;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use memmap2::{MmapOptions, MmapRaw};
+
+use crate::error::{Error, Result};
+use crate::offset::{Offset, check_range};
+use crate::segment::{Access, Shared};
+
+/// Maps `len` bytes of `fd` shared, read-write or read-only.
+pub(crate) fn map(fd: &OwnedFd, len: u64, access: Access) -> Result<MmapRaw> {
+    let len = usize::try_from(len)
+        .map_err(|_| Error::InvalidSize("reservation exceeds address space"))?;
+    let mut opts = MmapOptions::new();
+    opts.len(len);
+    let raw = fd.as_raw_fd();
+    match access {
+        Access::ReadWrite => opts.map_raw(raw),
+        Access::ReadOnly => opts.map_raw_read_only(raw),
+    }
+    .map_err(Error::sys("mmap"))
+}
+
+/// Types that may be placed in a segment and referenced from several
+/// processes at once.
+///
+/// # Safety
+///
+/// Implementors must be valid for every bit pattern (zero in particular),
+/// have no `Drop` glue, and only be mutated through atomic operations
+/// (shared references from many processes must be sound).
+pub unsafe trait ShmType: Sync {}
+
+// SAFETY: all fields are atomics; any bit pattern is a valid (possibly
+// "owned by a dead/invalid token") state that the algorithms handle.
+#[cfg(not(loom))]
+unsafe impl ShmType for crate::ShmMutex {}
+// SAFETY: as above.
+#[cfg(not(loom))]
+unsafe impl ShmType for crate::ShmRwLock {}
+// SAFETY: as above.
+#[cfg(not(loom))]
+unsafe impl ShmType for crate::ShmRefCount {}
+// SAFETY: as above.
+#[cfg(not(loom))]
+unsafe impl ShmType for crate::ShmEvent {}
+// SAFETY: atomics are valid for any bit pattern.
+unsafe impl ShmType for std::sync::atomic::AtomicU32 {}
+// SAFETY: atomics are valid for any bit pattern.
+unsafe impl ShmType for std::sync::atomic::AtomicU64 {}
+// SAFETY: atomics are valid for any bit pattern.
+unsafe impl ShmType for std::sync::atomic::AtomicI64 {}
+
+/// A read-only (`PROT_READ`) mapping of a segment.
+pub struct ReadOnlyView {
+    map: MmapRaw,
+    shared: Arc<Shared>,
+}
+
+impl fmt::Debug for ReadOnlyView {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReadOnlyView")
+            .field("len", &self.map.len())
+            .finish()
+    }
+}
+
+impl ReadOnlyView {
+    pub(crate) fn new(shared: Arc<Shared>) -> Result<ReadOnlyView> {
+        Ok(ReadOnlyView {
+            map: map(&shared.fd, shared.info.max_total_len, Access::ReadOnly)?,
+            shared,
+        })
+    }
+
+    /// Bounds-checked pointer to `len` bytes at `offset` of the data region.
+    /// Writing through it faults (`SIGSEGV`).
+    pub fn ptr(&self, offset: Offset, len: u64) -> Result<NonNull<u8>> {
+        let end = self.shared.valid_len.load(Ordering::Acquire);
+        let off = check_range(offset, len, 1, self.shared.info.data_offset, end)?;
+        // SAFETY: `off` is inside this mapping (same reservation length as
+        // the shared one, bounds checked against the accessible length).
+        Ok(unsafe { NonNull::new_unchecked(self.map.as_mut_ptr().add(off)) })
+    }
+
+    /// Copies bytes at `offset` of the data region into `dst`.
+    pub fn read_bytes(&self, offset: Offset, dst: &mut [u8]) -> Result<()> {
+        let src = self.ptr(offset, dst.len() as u64)?;
+        // SAFETY: readable in-bounds source (checked); distinct destination.
+        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr(), dst.len()) };
+        Ok(())
+    }
+}

@@ -1,0 +1,35 @@
+//! Arbitrary bytes as a file, opened through the memory-map path and the
+//! seeking index: they must agree with the in-memory reader, never panic,
+//! and every view must lie inside the mapped file.
+
+#![no_main]
+
+use std::io::Write;
+
+use libfuzzer_sys::fuzz_target;
+use params_io::{ParamDict, ParamIndex, ReadOptions};
+
+fuzz_target!(|data: &[u8]| {
+    let path = std::env::temp_dir().join(format!("params_mmap_fuzz_{}.params", std::process::id()));
+    {
+        let mut f = std::fs::File::create(&path).expect("temp file");
+        f.write_all(data).expect("write temp file");
+    }
+    let opts = ReadOptions::tvm_compatible();
+    let mapped = ParamDict::open_mmap_with(&path, &opts);
+    let index = ParamIndex::from_path_with(&path, &opts);
+    let memory = ParamDict::from_bytes_with(data, &opts);
+    assert_eq!(mapped.is_ok(), memory.is_ok());
+    assert_eq!(index.is_ok(), memory.is_ok());
+    if let (Ok(m), Ok(r), Ok(i)) = (mapped, memory, index) {
+        assert_eq!(m, r);
+        for (p, e) in m.iter().zip(&i.entries) {
+            let t = p.tensor();
+            assert!(t.is_view());
+            assert!(e.offset + e.nbytes <= data.len() as u64);
+            assert_eq!(&data[e.offset as usize..(e.offset + e.nbytes) as usize], t.data());
+            let _ = t.to_array().expect("a view becomes an array");
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+});
