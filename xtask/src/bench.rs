@@ -26,7 +26,11 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
     }
     Step::new("bench", cargo(args)).run()?;
     let mut groups: BTreeMap<String, Vec<Result1>> = BTreeMap::new();
-    collect(&root().join("target").join("criterion"), started, &mut groups);
+    collect(
+        &root().join("target").join("criterion"),
+        started,
+        &mut groups,
+    );
     if groups.is_empty() {
         println!("bench: no criterion results were written");
     }
@@ -87,7 +91,8 @@ fn read_result(dir: &Path, since: SystemTime) -> Option<(String, Result1)> {
     if std::fs::metadata(&estimates).ok()?.modified().ok()? < since {
         return None;
     }
-    let bench: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("benchmark.json")).ok()?).ok()?;
+    let bench: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("benchmark.json")).ok()?).ok()?;
     let est: Value = serde_json::from_str(&std::fs::read_to_string(estimates).ok()?).ok()?;
     let group = bench["group_id"].as_str()?.to_owned();
     let mut function = bench["function_id"].as_str().unwrap_or("").to_owned();

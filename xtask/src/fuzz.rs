@@ -60,7 +60,8 @@ fn copy_seeds(target: &str, corpus: &Path) -> Result<(), String> {
     for entry in entries.flatten() {
         let dest = corpus.join(entry.file_name());
         if !dest.exists() {
-            std::fs::copy(entry.path(), &dest).map_err(|e| format!("copy seed {}: {e}", entry.path().display()))?;
+            std::fs::copy(entry.path(), &dest)
+                .map_err(|e| format!("copy seed {}: {e}", entry.path().display()))?;
         }
     }
     Ok(())
@@ -80,7 +81,12 @@ pub(crate) fn run(seconds: u64, only: Option<&str>) -> Result<(), String> {
     let all = targets()?;
     let selected: Vec<String> = match only {
         Some(t) if all.iter().any(|a| a == t) => vec![t.to_owned()],
-        Some(t) => return Err(format!("unknown fuzz target {t}; targets: {}", all.join(", "))),
+        Some(t) => {
+            return Err(format!(
+                "unknown fuzz target {t}; targets: {}",
+                all.join(", ")
+            ));
+        }
         None => all,
     };
     ensure_cargo_fuzz()?;

@@ -26,7 +26,8 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("miri") => miri::run(),
-        Some("fuzz") => fuzz::parse_args(&args[1..]).and_then(|(secs, target)| fuzz::run(secs, target.as_deref())),
+        Some("fuzz") => fuzz::parse_args(&args[1..])
+            .and_then(|(secs, target)| fuzz::run(secs, target.as_deref())),
         Some("bench") => bench::run(&args[1..]),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
@@ -54,7 +55,14 @@ fn ci() -> Result<(), String> {
     Step::new("fmt", cargo(["fmt", "--all", "--check"])).run()?;
     Step::new(
         "clippy",
-        cargo(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]),
+        cargo([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ]),
     )
     .run()?;
     let test_log = Step::new("test", cargo(["test", "--workspace"])).run()?;
@@ -66,7 +74,14 @@ fn ci() -> Result<(), String> {
     Step::new(
         "loom",
         cargo([
-            "test", "-p", "shm-core", "--release", "--target-dir", "target/loom", "--lib", "loom",
+            "test",
+            "-p",
+            "shm-core",
+            "--release",
+            "--target-dir",
+            "target/loom",
+            "--lib",
+            "loom",
         ]),
     )
     .env("RUSTFLAGS", "--cfg loom")
@@ -93,9 +108,20 @@ fn shm_leak_check() -> Result<(), String> {
         .filter(|n| TEST_SHM_PREFIXES.iter().any(|p| n.starts_with(p)))
         .collect();
     if !leaked.is_empty() {
-        println!("[FAIL] {:<24} {:>7.1} s", "shm leak check", started.elapsed().as_secs_f64());
-        return Err(format!("tests left segments in /dev/shm: {}", leaked.join(", ")));
+        println!(
+            "[FAIL] {:<24} {:>7.1} s",
+            "shm leak check",
+            started.elapsed().as_secs_f64()
+        );
+        return Err(format!(
+            "tests left segments in /dev/shm: {}",
+            leaked.join(", ")
+        ));
     }
-    println!("[ok]   {:<24} {:>7.1} s", "shm leak check", started.elapsed().as_secs_f64());
+    println!(
+        "[ok]   {:<24} {:>7.1} s",
+        "shm leak check",
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }

@@ -10,7 +10,8 @@ use crate::step::{Step, cargo_nightly, succeeds};
 pub(crate) fn unsafe_crates() -> Result<Vec<String>, String> {
     let crates = root().join("crates");
     let mut names = Vec::new();
-    let entries = std::fs::read_dir(&crates).map_err(|e| format!("read {}: {e}", crates.display()))?;
+    let entries =
+        std::fs::read_dir(&crates).map_err(|e| format!("read {}: {e}", crates.display()))?;
     for entry in entries.flatten() {
         let lib = entry.path().join("src").join("lib.rs");
         let Ok(text) = std::fs::read_to_string(&lib) else {
@@ -26,7 +27,8 @@ pub(crate) fn unsafe_crates() -> Result<Vec<String>, String> {
 
 fn package_name(dir: &Path) -> Result<String, String> {
     let manifest = dir.join("Cargo.toml");
-    let text = std::fs::read_to_string(&manifest).map_err(|e| format!("read {}: {e}", manifest.display()))?;
+    let text = std::fs::read_to_string(&manifest)
+        .map_err(|e| format!("read {}: {e}", manifest.display()))?;
     text.lines()
         .find_map(|l| {
             let l = l.trim();

@@ -27,9 +27,17 @@ where
     S: AsRef<std::ffi::OsStr>,
 {
     let mut cmd = Command::new("rustup");
-    cmd.args(["run", "nightly", "cargo"]).args(args).current_dir(root());
+    cmd.args(["run", "nightly", "cargo"])
+        .args(args)
+        .current_dir(root());
     // Cargo run by xtask inherits stable's RUSTC etc.; drop them.
-    for var in ["CARGO", "RUSTC", "RUSTDOC", "RUSTUP_TOOLCHAIN", "CARGO_MANIFEST_DIR"] {
+    for var in [
+        "CARGO",
+        "RUSTC",
+        "RUSTDOC",
+        "RUSTUP_TOOLCHAIN",
+        "CARGO_MANIFEST_DIR",
+    ] {
         cmd.env_remove(var);
     }
     cmd
@@ -59,7 +67,8 @@ impl Step {
         let dir = root().join("target").join("xtask-logs");
         std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
         let log_path: PathBuf = dir.join(format!("{}.log", self.name.replace(['/', ' '], "_")));
-        let log = File::create(&log_path).map_err(|e| format!("create {}: {e}", log_path.display()))?;
+        let log =
+            File::create(&log_path).map_err(|e| format!("create {}: {e}", log_path.display()))?;
         let log2 = log.try_clone().map_err(|e| e.to_string())?;
         let started = Instant::now();
         let status = self
@@ -76,7 +85,11 @@ impl Step {
             Ok(output)
         } else {
             println!("[FAIL] {:<24} {secs:>7.1} s  ({status})", self.name);
-            println!("----- output of step {} ({}) -----", self.name, log_path.display());
+            println!(
+                "----- output of step {} ({}) -----",
+                self.name,
+                log_path.display()
+            );
             println!("{output}");
             println!("----- end of output of step {} -----", self.name);
             Err(format!("step {} failed", self.name))

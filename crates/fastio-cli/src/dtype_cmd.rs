@@ -63,7 +63,11 @@ fn show_text(ty: &Type) -> String {
         let _ = writeln!(out, "fields:");
         for f in &fields {
             let size = f.ty.data_size().unwrap_or_default();
-            let _ = writeln!(out, "  {}: offset {}, size {}, {}", f.path, f.offset, size, f.ty);
+            let _ = writeln!(
+                out,
+                "  {}: offset {}, size {}, {}",
+                f.path, f.offset, size, f.ty
+            );
         }
     }
     let md = ty.metadata_layout();

@@ -45,8 +45,8 @@ fn row(s: &SegmentInfo) -> String {
 pub(crate) fn run(cmd: ShmCommand) -> Result<(), Failure> {
     match cmd {
         ShmCommand::Ls { prefix, json } => {
-            let segments =
-                shm_core::list_segments(prefix.as_deref()).map_err(|e| failure("listing /dev/shm", e))?;
+            let segments = shm_core::list_segments(prefix.as_deref())
+                .map_err(|e| failure("listing /dev/shm", e))?;
             if json {
                 let rows: Vec<_> = segments
                     .iter()
@@ -57,7 +57,10 @@ pub(crate) fn run(cmd: ShmCommand) -> Result<(), Failure> {
                     .collect();
                 println!("{}", serde_json::Value::Array(rows));
             } else {
-                println!("{:<44} {:>12} {:>12} {:<10} state", "name", "bytes", "creator", "owner");
+                println!(
+                    "{:<44} {:>12} {:>12} {:<10} state",
+                    "name", "bytes", "creator", "owner"
+                );
                 for s in &segments {
                     println!("{}", row(s));
                 }
@@ -65,7 +68,8 @@ pub(crate) fn run(cmd: ShmCommand) -> Result<(), Failure> {
             Ok(())
         }
         ShmCommand::Gc { prefix } => {
-            let removed = shm_core::gc(prefix.as_deref()).map_err(|e| failure("collecting /dev/shm", e))?;
+            let removed =
+                shm_core::gc(prefix.as_deref()).map_err(|e| failure("collecting /dev/shm", e))?;
             for s in &removed {
                 println!("removed {}", row(s));
             }

@@ -55,7 +55,11 @@ fn prints_the_canonical_form_first_for_every_kind_of_type() {
 
 #[test]
 fn shows_layout_and_metadata() {
-    let text = stdout(&fastio(&["dtype", "show", "{x: int8, y: float64, s: string}"]));
+    let text = stdout(&fastio(&[
+        "dtype",
+        "show",
+        "{x: int8, y: float64, s: string}",
+    ]));
     assert!(text.contains("size: 32\n"), "{text}");
     assert!(text.contains("alignment: 8\n"), "{text}");
     assert!(text.contains("  y: offset 8, size 8, float64\n"), "{text}");
@@ -64,7 +68,10 @@ fn shows_layout_and_metadata() {
     let text = stdout(&fastio(&["dtype", "show", "strided * var * int32"]));
     assert!(text.contains("size: variable"), "{text}");
     assert!(text.contains("$ strided_dim: stride, size"), "{text}");
-    assert!(text.contains("$[*] var_dim: blockref, stride, offset"), "{text}");
+    assert!(
+        text.contains("$[*] var_dim: blockref, stride, offset"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -78,19 +85,27 @@ fn json_output_is_one_object_with_canonical() {
     assert_eq!(v["pod"], true);
     assert_eq!(v["ndim"], 1);
     let scalar: serde_json::Value =
-        serde_json::from_slice(&fastio(&["dtype", "show", "--json", "big_endian[float64]"]).stdout).unwrap();
+        serde_json::from_slice(&fastio(&["dtype", "show", "--json", "big_endian[float64]"]).stdout)
+            .unwrap();
     assert_eq!(scalar["numpy"], ">f8");
     assert_eq!(scalar["dlpack"], serde_json::Value::Null);
     let f: serde_json::Value =
         serde_json::from_slice(&fastio(&["dtype", "show", "--json", "float32"]).stdout).unwrap();
-    assert_eq!(f["dlpack"], serde_json::json!({"code": 2, "bits": 32, "lanes": 1}));
+    assert_eq!(
+        f["dlpack"],
+        serde_json::json!({"code": 2, "bits": 32, "lanes": 1})
+    );
 }
 
 #[test]
 fn invalid_input_exits_2_with_a_caret() {
     for (input, fragment, caret) in [
         ("3 *", "expected a type or a dimension", "     ^"),
-        ("{x: int32, x: int8}", "duplicate field name", "             ^"),
+        (
+            "{x: int32, x: int8}",
+            "duplicate field name",
+            "             ^",
+        ),
         ("??int32", "option of an option", "   ^"),
     ] {
         let out = fastio(&["dtype", "show", input]);

@@ -10,7 +10,10 @@ use ndobject::{Array, AssignErrorMode, Index, MemoryBlock};
 
 const N: usize = 1 << 20; // elements
 
-fn memcpy_baseline(c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>, bytes: usize) {
+fn memcpy_baseline(
+    c: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    bytes: usize,
+) {
     let src = vec![1u8; bytes];
     let mut dst = vec![0u8; bytes];
     c.bench_function("baseline_memcpy", |b| {
@@ -45,14 +48,20 @@ fn benches(c: &mut Criterion) {
     memcpy_baseline(&mut g, N * 4);
     let wide = Array::from_slice(&vec![0f32; 2 * N], &[2 * N]).unwrap();
     let strided = wide.view(&[Index::slice(None, None, 2)]).unwrap();
-    g.bench_function("strided_step2", |b| b.iter(|| black_box(strided.to_contiguous())));
+    g.bench_function("strided_step2", |b| {
+        b.iter(|| black_box(strided.to_contiguous()))
+    });
     let mut raw = vec![0u8; N * 4 + 1];
     raw[0] = 1;
     let block = MemoryBlock::from_owner(raw);
     let unaligned = Array::from_block(&block, 1, "float32".parse().unwrap(), &[N]).unwrap();
-    g.bench_function("unaligned", |b| b.iter(|| black_box(unaligned.to_contiguous())));
+    g.bench_function("unaligned", |b| {
+        b.iter(|| black_box(unaligned.to_contiguous()))
+    });
     let reversed = a.view(&[Index::slice(None, None, -1)]).unwrap();
-    g.bench_function("negative_stride", |b| b.iter(|| black_box(reversed.to_contiguous())));
+    g.bench_function("negative_stride", |b| {
+        b.iter(|| black_box(reversed.to_contiguous()))
+    });
     g.finish();
 }
 

@@ -6,7 +6,8 @@ fn main() -> Result<(), ndobject::Error> {
     print!("{}", a.debug_repr());
     let b = a.index(1)?;
     print!("{}", b.debug_repr());
-    let s = ndobject::Array::from_strings(&["This", "is", "unicode."], dtype::StringEncoding::Ucs2)?;
+    let s =
+        ndobject::Array::from_strings(&["This", "is", "unicode."], dtype::StringEncoding::Ucs2)?;
     print!("{}", s.debug_repr());
     Ok(())
 }

@@ -67,7 +67,9 @@ impl Array {
                 .map(|off| {
                     // SAFETY: every offset from `element_offsets` addresses
                     // an element inside the block (checked at build time).
-                    unsafe { std::ptr::copy_nonoverlapping(base.as_ptr().add(*off), buf.as_mut_ptr(), n) };
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(base.as_ptr().add(*off), buf.as_mut_ptr(), n)
+                    };
                     T::from_scalar(storage.decode(&buf))
                 })
                 .collect()
@@ -87,7 +89,9 @@ impl Array {
             )));
         }
         if !self.is_c_contiguous() {
-            return Err(Error::TypeMismatch("as_slice needs a C-contiguous array".into()));
+            return Err(Error::TypeMismatch(
+                "as_slice needs a C-contiguous array".into(),
+            ));
         }
         if self.block.is_writable() {
             return Err(Error::NotWritable(
@@ -120,7 +124,11 @@ impl Array {
                     // SAFETY: `offset + done .. + n` lies in the contiguous
                     // span of the array, inside the block.
                     unsafe {
-                        std::ptr::copy_nonoverlapping(base.as_ptr().add(self.offset + done), buf.as_mut_ptr(), n)
+                        std::ptr::copy_nonoverlapping(
+                            base.as_ptr().add(self.offset + done),
+                            buf.as_mut_ptr(),
+                            n,
+                        )
                     }
                 })
                 .map_err(io)?;
@@ -139,7 +147,11 @@ impl Array {
                 for (i, off) in chunk.iter().enumerate() {
                     // SAFETY: each offset addresses an element inside the block.
                     unsafe {
-                        std::ptr::copy_nonoverlapping(base.as_ptr().add(*off), buf.as_mut_ptr().add(i * elem), elem)
+                        std::ptr::copy_nonoverlapping(
+                            base.as_ptr().add(*off),
+                            buf.as_mut_ptr().add(i * elem),
+                            elem,
+                        )
                     }
                 }
             })
@@ -174,5 +186,4 @@ impl Array {
         });
         copy
     }
-
 }

@@ -114,7 +114,11 @@ impl Array {
         }
         // An array without elements never touches its data; keep its
         // offset inside the block all the same.
-        let offset = if shape.contains(&0) { offset.min(block_len) } else { offset };
+        let offset = if shape.contains(&0) {
+            offset.min(block_len)
+        } else {
+            offset
+        };
         Ok(Array {
             element,
             shape,
@@ -155,7 +159,15 @@ impl Array {
                 p.pool_finalize()?;
             }
         }
-        Array::build(block, 0, element, shape.to_vec(), strides, AccessFlags::READ_WRITE, pool)
+        Array::build(
+            block,
+            0,
+            element,
+            shape.to_vec(),
+            strides,
+            AccessFlags::READ_WRITE,
+            pool,
+        )
     }
 
     /// An array over `byte_offset..` of `block`, C-contiguous, of the given
@@ -170,7 +182,12 @@ impl Array {
     /// assert_eq!(a.to_vec::<i32>()?, [1, 2]);
     /// # Ok::<(), ndobject::Error>(())
     /// ```
-    pub fn from_block(block: &MemoryBlock, byte_offset: usize, element: Type, shape: &[usize]) -> Result<Array> {
+    pub fn from_block(
+        block: &MemoryBlock,
+        byte_offset: usize,
+        element: Type,
+        shape: &[usize],
+    ) -> Result<Array> {
         if element.has_blockref() {
             return Err(Error::TypeMismatch(format!(
                 "{element} refers to other memory; raw blocks hold plain data only"
@@ -235,7 +252,9 @@ impl Array {
             // SAFETY: the block holds `data.len()` aligned (BLOCK_ALIGN)
             // elements of `T` contiguously from `base`; `T` is a primitive
             // with no padding.
-            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), base.as_ptr().cast::<T>(), data.len()) };
+            unsafe {
+                std::ptr::copy_nonoverlapping(data.as_ptr(), base.as_ptr().cast::<T>(), data.len())
+            };
         })?;
         Ok(a)
     }
@@ -447,6 +466,7 @@ impl Array {
     /// Checks that this array's data start is aligned for its element type
     /// (true for every array this crate builds).
     pub fn is_aligned(&self) -> bool {
-        self.data_address().is_multiple_of(self.element.alignment().min(BLOCK_ALIGN))
+        self.data_address()
+            .is_multiple_of(self.element.alignment().min(BLOCK_ALIGN))
     }
 }

@@ -65,7 +65,8 @@ fn from_int(v: i128, to: Primitive, mode: AssignErrorMode, orig: Scalar) -> Resu
         PrimitiveKind::Float | PrimitiveKind::Complex => {
             let f = v as f64;
             let narrowed = narrow_float(f, to);
-            if mode == AssignErrorMode::Inexact && (narrowed as i128 != v || !narrowed.is_finite()) {
+            if mode == AssignErrorMode::Inexact && (narrowed as i128 != v || !narrowed.is_finite())
+            {
                 return Err(fail(orig, to, "inexact"));
             }
             if to.kind() == PrimitiveKind::Float {
@@ -221,7 +222,8 @@ impl Array {
     /// ```
     pub fn assign(&self, src: &Array, mode: AssignErrorMode) -> Result<()> {
         let src_strides = broadcast_strides(src, &self.shape)?;
-        let string_like = |t: &Type| matches!(t.kind(), TypeKind::String(_) | TypeKind::FixedString { .. });
+        let string_like =
+            |t: &Type| matches!(t.kind(), TypeKind::String(_) | TypeKind::FixedString { .. });
         if string_like(&self.element) && string_like(&src.element) {
             return self.assign_strings(src, &src_strides);
         }
@@ -241,7 +243,9 @@ impl Array {
             for off in &src_offsets {
                 // SAFETY: broadcasting only repeats offsets of the source's
                 // own elements, all inside its block.
-                unsafe { std::ptr::copy_nonoverlapping(base.as_ptr().add(*off), buf.as_mut_ptr(), n_src) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(base.as_ptr().add(*off), buf.as_mut_ptr(), n_src)
+                };
                 values.push(src_st.decode(&buf));
             }
         })?;
@@ -257,7 +261,9 @@ impl Array {
                 dst_st.encode(v, &mut buf);
                 // SAFETY: each offset addresses an element of this array,
                 // inside its block; we hold the write guard.
-                unsafe { std::ptr::copy_nonoverlapping(buf.as_ptr(), base.as_ptr().add(*off), n_dst) };
+                unsafe {
+                    std::ptr::copy_nonoverlapping(buf.as_ptr(), base.as_ptr().add(*off), n_dst)
+                };
             }
         })
     }
@@ -290,33 +296,49 @@ impl Array {
         match (d, s) {
             (TypeKind::Primitive(a), TypeKind::Primitive(b)) if a == b => {
                 let bytes = n * a.size();
-                Some(src.with_read(|sb| {
-                    self.with_write(|db| {
-                        // SAFETY: both arrays are contiguous over `bytes`
-                        // bytes inside distinct blocks; we hold both guards.
-                        unsafe { std::ptr::copy_nonoverlapping(sb.as_ptr().add(src.offset), db.as_ptr().add(self.offset), bytes) }
+                Some(
+                    src.with_read(|sb| {
+                        self.with_write(|db| {
+                            // SAFETY: both arrays are contiguous over `bytes`
+                            // bytes inside distinct blocks; we hold both guards.
+                            unsafe {
+                                std::ptr::copy_nonoverlapping(
+                                    sb.as_ptr().add(src.offset),
+                                    db.as_ptr().add(self.offset),
+                                    bytes,
+                                )
+                            }
+                        })
                     })
-                })
-                .and_then(|r| r))
+                    .and_then(|r| r),
+                )
             }
             (TypeKind::Primitive(Primitive::Float64), TypeKind::Primitive(Primitive::Float32)) => {
-                Some(src.with_read(|sb| {
-                    self.with_write(|db| {
-                        // SAFETY: both arrays are aligned (plain primitive
-                        // element types), contiguous over `n` elements in
-                        // distinct blocks; we hold both guards.
-                        let (from, to) = unsafe {
-                            (
-                                std::slice::from_raw_parts(sb.as_ptr().add(src.offset).cast::<f32>(), n),
-                                std::slice::from_raw_parts_mut(db.as_ptr().add(self.offset).cast::<f64>(), n),
-                            )
-                        };
-                        for (t, f) in to.iter_mut().zip(from) {
-                            *t = f64::from(*f);
-                        }
+                Some(
+                    src.with_read(|sb| {
+                        self.with_write(|db| {
+                            // SAFETY: both arrays are aligned (plain primitive
+                            // element types), contiguous over `n` elements in
+                            // distinct blocks; we hold both guards.
+                            let (from, to) = unsafe {
+                                (
+                                    std::slice::from_raw_parts(
+                                        sb.as_ptr().add(src.offset).cast::<f32>(),
+                                        n,
+                                    ),
+                                    std::slice::from_raw_parts_mut(
+                                        db.as_ptr().add(self.offset).cast::<f64>(),
+                                        n,
+                                    ),
+                                )
+                            };
+                            for (t, f) in to.iter_mut().zip(from) {
+                                *t = f64::from(*f);
+                            }
+                        })
                     })
-                })
-                .and_then(|r| r))
+                    .and_then(|r| r),
+                )
             }
             _ => None,
         }

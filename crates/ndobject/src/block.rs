@@ -20,8 +20,8 @@
 //! frozen by [`Array::into_immutable`](crate::Array::into_immutable)) needs
 //! no lock, and only then may a `&[T]` into it be handed out.
 
-use std::any::Any;
 use std::alloc::Layout;
+use std::any::Any;
 use std::cell::UnsafeCell;
 use std::fmt::Write as _;
 use std::ptr::NonNull;
@@ -265,9 +265,9 @@ impl MemoryBlock {
     /// Size of the data in bytes.
     pub fn len(&self) -> usize {
         match &self.0.storage {
-            Storage::Pod { len, .. } | Storage::Embedded { len, .. } | Storage::External { len, .. } => {
-                *len
-            }
+            Storage::Pod { len, .. }
+            | Storage::Embedded { len, .. }
+            | Storage::External { len, .. } => *len,
             Storage::Pool(p) => p.read().unwrap_or_else(PoisonError::into_inner).len,
         }
     }
@@ -317,10 +317,13 @@ impl MemoryBlock {
             )),
             Storage::Pool(p) => {
                 if !self.is_frozen() {
-                    return Err(Error::Pool("not finalized; views into it need a finalized pool"));
+                    return Err(Error::Pool(
+                        "not finalized; views into it need a finalized pool",
+                    ));
                 }
                 let p = p.read().unwrap_or_else(PoisonError::into_inner);
-                let ptr = NonNull::new(p.words.as_ptr().cast_mut().cast::<u8>()).unwrap_or(NonNull::dangling());
+                let ptr = NonNull::new(p.words.as_ptr().cast_mut().cast::<u8>())
+                    .unwrap_or(NonNull::dangling());
                 Ok((ptr, p.len))
             }
         }
@@ -403,14 +406,21 @@ impl MemoryBlock {
         };
         let start = usize::try_from(offset).map_err(|_| out_of())?;
         let n = usize::try_from(len).map_err(|_| out_of())?;
-        let end = start.checked_add(n).filter(|e| *e <= block_len).ok_or_else(out_of)?;
+        let end = start
+            .checked_add(n)
+            .filter(|e| *e <= block_len)
+            .ok_or_else(out_of)?;
         let mut out = vec![0u8; end - start];
         if let Storage::Pool(p) = &self.0.storage {
             let p = p.read().unwrap_or_else(PoisonError::into_inner);
             // SAFETY: `start..end` is within `p.len`, which never exceeds
             // the bytes in `p.words`; we hold the pool's read lock.
             unsafe {
-                std::ptr::copy_nonoverlapping(p.words.as_ptr().cast::<u8>().add(start), out.as_mut_ptr(), n)
+                std::ptr::copy_nonoverlapping(
+                    p.words.as_ptr().cast::<u8>().add(start),
+                    out.as_mut_ptr(),
+                    n,
+                )
             };
             return Ok(out);
         }
@@ -436,7 +446,11 @@ impl MemoryBlock {
                 let _ = writeln!(s, "{pad} size: {}", self.len());
             }
             Storage::Pool(_) => {
-                let state = if self.is_frozen() { "finalized" } else { "allocated" };
+                let state = if self.is_frozen() {
+                    "finalized"
+                } else {
+                    "allocated"
+                };
                 let _ = writeln!(s, "{pad} {state}: {}", self.len());
             }
             _ => {

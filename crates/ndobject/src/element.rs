@@ -111,14 +111,22 @@ impl Storage {
             (Primitive::Int32, Scalar::Int(v)) => b[..4].copy_from_slice(&(v as i32).to_ne_bytes()),
             (Primitive::Int64, Scalar::Int(v)) => b[..8].copy_from_slice(&v.to_ne_bytes()),
             (Primitive::UInt8, Scalar::UInt(v)) => b[0] = v as u8,
-            (Primitive::UInt16, Scalar::UInt(v)) => b[..2].copy_from_slice(&(v as u16).to_ne_bytes()),
-            (Primitive::UInt32, Scalar::UInt(v)) => b[..4].copy_from_slice(&(v as u32).to_ne_bytes()),
+            (Primitive::UInt16, Scalar::UInt(v)) => {
+                b[..2].copy_from_slice(&(v as u16).to_ne_bytes())
+            }
+            (Primitive::UInt32, Scalar::UInt(v)) => {
+                b[..4].copy_from_slice(&(v as u32).to_ne_bytes())
+            }
             (Primitive::UInt64, Scalar::UInt(v)) => b[..8].copy_from_slice(&v.to_ne_bytes()),
-            (Primitive::Float16, Scalar::Float(v)) => b[..2].copy_from_slice(&f16::from_f64(v).to_ne_bytes()),
+            (Primitive::Float16, Scalar::Float(v)) => {
+                b[..2].copy_from_slice(&f16::from_f64(v).to_ne_bytes())
+            }
             (Primitive::BFloat16, Scalar::Float(v)) => {
                 b[..2].copy_from_slice(&bf16::from_f64(v).to_ne_bytes())
             }
-            (Primitive::Float32, Scalar::Float(v)) => b[..4].copy_from_slice(&(v as f32).to_ne_bytes()),
+            (Primitive::Float32, Scalar::Float(v)) => {
+                b[..4].copy_from_slice(&(v as f32).to_ne_bytes())
+            }
             (Primitive::Float64, Scalar::Float(v)) => b[..8].copy_from_slice(&v.to_ne_bytes()),
             (Primitive::Complex64, Scalar::Complex(re, im)) => {
                 b[..4].copy_from_slice(&(re as f32).to_ne_bytes());

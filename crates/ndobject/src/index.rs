@@ -63,7 +63,12 @@ impl From<std::ops::RangeFull> for Index {
 }
 
 /// Resolves a slice against a dimension of size `n`: (first, count, step).
-fn resolve_slice(start: Option<isize>, stop: Option<isize>, step: isize, n: usize) -> Result<(usize, usize, isize)> {
+fn resolve_slice(
+    start: Option<isize>,
+    stop: Option<isize>,
+    step: isize,
+    n: usize,
+) -> Result<(usize, usize, isize)> {
     if step == 0 {
         return Err(Error::InvalidIndex("slice step cannot be zero".into()));
     }
@@ -73,18 +78,32 @@ fn resolve_slice(start: Option<isize>, stop: Option<isize>, step: isize, n: usiz
         v.clamp(lo, hi)
     };
     let (first, last_excl) = if step > 0 {
-        (start.map_or(0, |s| clip(s, 0, n)), stop.map_or(n, |s| clip(s, 0, n)))
+        (
+            start.map_or(0, |s| clip(s, 0, n)),
+            stop.map_or(n, |s| clip(s, 0, n)),
+        )
     } else {
-        (start.map_or(n - 1, |s| clip(s, -1, n - 1)), stop.map_or(-1, |s| clip(s, -1, n - 1)))
+        (
+            start.map_or(n - 1, |s| clip(s, -1, n - 1)),
+            stop.map_or(-1, |s| clip(s, -1, n - 1)),
+        )
     };
     let count = if step > 0 {
-        if last_excl > first { (last_excl - first + step - 1) / step } else { 0 }
+        if last_excl > first {
+            (last_excl - first + step - 1) / step
+        } else {
+            0
+        }
     } else if first > last_excl {
         (first - last_excl + (-step) - 1) / (-step)
     } else {
         0
     };
-    Ok((if count > 0 { first as usize } else { 0 }, count as usize, step))
+    Ok((
+        if count > 0 { first as usize } else { 0 },
+        count as usize,
+        step,
+    ))
 }
 
 impl Array {
@@ -122,7 +141,11 @@ impl Array {
                 Index::At(i) => {
                     let j = if i < 0 { i + *n as isize } else { i };
                     if j < 0 || j >= *n as isize {
-                        return Err(Error::IndexOutOfRange { index: i, dim, size: *n });
+                        return Err(Error::IndexOutOfRange {
+                            index: i,
+                            dim,
+                            size: *n,
+                        });
                     }
                     offset += j * s;
                 }
@@ -149,10 +172,15 @@ impl Array {
     /// view of `T` into the (finalized) pool that holds them.
     pub fn var_elements(&self) -> Result<Array> {
         let TypeKind::VarDim(inner) = self.element.kind() else {
-            return Err(Error::TypeMismatch(format!("{} is not a var dimension", self.element)));
+            return Err(Error::TypeMismatch(format!(
+                "{} is not a var dimension",
+                self.element
+            )));
         };
         if !self.shape.is_empty() {
-            return Err(Error::InvalidIndex("var_elements needs a 0-dimensional array".into()));
+            return Err(Error::InvalidIndex(
+                "var_elements needs a 0-dimensional array".into(),
+            ));
         }
         let pool = self
             .pool
@@ -162,7 +190,9 @@ impl Array {
         self.with_read(|base| {
             // SAFETY: a `var` element is 16 bytes at `offset`, inside the
             // block (checked when the view was built).
-            unsafe { std::ptr::copy_nonoverlapping(base.as_ptr().add(self.offset), pair.as_mut_ptr(), 16) }
+            unsafe {
+                std::ptr::copy_nonoverlapping(base.as_ptr().add(self.offset), pair.as_mut_ptr(), 16)
+            }
         })?;
         let start = u64::from_ne_bytes(pair[..8].try_into().unwrap_or_default());
         let count = u64::from_ne_bytes(pair[8..].try_into().unwrap_or_default());
@@ -176,7 +206,15 @@ impl Array {
         let count = usize::try_from(count).map_err(|_| bad())?;
         let strides = c_strides(&[count], elem)?;
         let nested = inner.has_blockref().then(|| pool.clone());
-        Array::build(pool.clone(), start, inner.clone(), vec![count], strides, self.flags.without_write(), nested)
+        Array::build(
+            pool.clone(),
+            start,
+            inner.clone(),
+            vec![count],
+            strides,
+            self.flags.without_write(),
+            nested,
+        )
     }
 
     /// Reverses the order of the dimensions.
@@ -192,8 +230,14 @@ impl Array {
     pub fn permute(&self, order: &[usize]) -> Result<Array> {
         let nd = self.shape.len();
         let mut seen = vec![false; nd];
-        if order.len() != nd || order.iter().any(|&d| d >= nd || std::mem::replace(&mut seen[d], true)) {
-            return Err(Error::InvalidIndex(format!("{order:?} is not a permutation of {nd} dimensions")));
+        if order.len() != nd
+            || order
+                .iter()
+                .any(|&d| d >= nd || std::mem::replace(&mut seen[d], true))
+        {
+            return Err(Error::InvalidIndex(format!(
+                "{order:?} is not a permutation of {nd} dimensions"
+            )));
         }
         let mut a = self.clone();
         a.shape = order.iter().map(|&d| self.shape[d]).collect();
@@ -242,7 +286,10 @@ mod tests {
         assert_eq!(resolve_slice(Some(-2), None, 1, 5).unwrap(), (3, 2, 1));
         assert_eq!(resolve_slice(Some(10), Some(20), 1, 5).unwrap(), (0, 0, 1));
         assert_eq!(resolve_slice(Some(3), Some(0), -1, 5).unwrap(), (3, 3, -1));
-        assert_eq!(resolve_slice(Some(3), Some(-10), -2, 5).unwrap(), (3, 2, -2));
+        assert_eq!(
+            resolve_slice(Some(3), Some(-10), -2, 5).unwrap(),
+            (3, 2, -2)
+        );
         assert!(resolve_slice(None, None, 0, 5).is_err());
     }
 }

@@ -24,7 +24,11 @@ impl Array {
         let mut s = String::new();
         let _ = writeln!(s, "------ ndobject");
         let _ = writeln!(s, " address: {:016x}", self as *const Array as usize);
-        let _ = writeln!(s, " refcount: {} (references to the memory block)", self.block.refcount());
+        let _ = writeln!(
+            s,
+            " refcount: {} (references to the memory block)",
+            self.block.refcount()
+        );
         let _ = writeln!(s, " dtype:");
         let _ = writeln!(s, "  type: {}", self.dtype());
         let _ = writeln!(s, " metadata:");
@@ -44,7 +48,11 @@ impl Array {
                     dim += 1;
                 }
                 MetadataKind::VarDim => {
-                    let size = self.element.dim_element().and_then(|t| t.data_size()).unwrap_or(0);
+                    let size = self
+                        .element
+                        .dim_element()
+                        .and_then(|t| t.data_size())
+                        .unwrap_or(0);
                     let _ = writeln!(s, "{pad} stride: {size}");
                     let _ = writeln!(s, "{pad} offset: 0");
                     if let Some(p) = &self.pool {

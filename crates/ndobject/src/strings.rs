@@ -9,7 +9,12 @@ use crate::error::{Error, Result};
 
 /// Encodes `text` in `encoding` (native byte order for 16/32-bit units).
 pub fn encode(text: &str, encoding: StringEncoding) -> Result<Vec<u8>> {
-    let bad = |c: char| Error::Encoding(format!("{c:?} cannot be represented in {}", encoding.canonical_name()));
+    let bad = |c: char| {
+        Error::Encoding(format!(
+            "{c:?} cannot be represented in {}",
+            encoding.canonical_name()
+        ))
+    };
     Ok(match encoding {
         StringEncoding::Utf8 => text.as_bytes().to_vec(),
         StringEncoding::Ascii => {
@@ -25,19 +30,29 @@ pub fn encode(text: &str, encoding: StringEncoding) -> Result<Vec<u8>> {
             }
             text.encode_utf16().flat_map(u16::to_ne_bytes).collect()
         }
-        StringEncoding::Utf32 => text.chars().flat_map(|c| u32::from(c).to_ne_bytes()).collect(),
+        StringEncoding::Utf32 => text
+            .chars()
+            .flat_map(|c| u32::from(c).to_ne_bytes())
+            .collect(),
     })
 }
 
 /// Decodes `bytes` in `encoding`; invalid data is an error.
 pub fn decode(bytes: &[u8], encoding: StringEncoding) -> Result<String> {
-    let invalid = |what: &str| Error::Encoding(format!("invalid {} data: {what}", encoding.canonical_name()));
+    let invalid = |what: &str| {
+        Error::Encoding(format!(
+            "invalid {} data: {what}",
+            encoding.canonical_name()
+        ))
+    };
     let unit = encoding.unit_size();
     if !bytes.len().is_multiple_of(unit) {
         return Err(invalid("length is not a whole number of code units"));
     }
     match encoding {
-        StringEncoding::Utf8 => String::from_utf8(bytes.to_vec()).map_err(|e| invalid(&e.to_string())),
+        StringEncoding::Utf8 => {
+            String::from_utf8(bytes.to_vec()).map_err(|e| invalid(&e.to_string()))
+        }
         StringEncoding::Ascii => {
             if bytes.iter().any(|b| !b.is_ascii()) {
                 return Err(invalid("byte above 127"));
@@ -45,8 +60,13 @@ pub fn decode(bytes: &[u8], encoding: StringEncoding) -> Result<String> {
             Ok(bytes.iter().map(|b| char::from(*b)).collect())
         }
         StringEncoding::Utf16 | StringEncoding::Ucs2 => {
-            let units: Vec<u16> = bytes.chunks_exact(2).map(|c| u16::from_ne_bytes([c[0], c[1]])).collect();
-            if encoding == StringEncoding::Ucs2 && units.iter().any(|u| (0xD800..0xE000).contains(u)) {
+            let units: Vec<u16> = bytes
+                .chunks_exact(2)
+                .map(|c| u16::from_ne_bytes([c[0], c[1]]))
+                .collect();
+            if encoding == StringEncoding::Ucs2
+                && units.iter().any(|u| (0xD800..0xE000).contains(u))
+            {
                 return Err(invalid("surrogate code unit"));
             }
             char::decode_utf16(units)
@@ -56,7 +76,8 @@ pub fn decode(bytes: &[u8], encoding: StringEncoding) -> Result<String> {
         StringEncoding::Utf32 => bytes
             .chunks_exact(4)
             .map(|c| {
-                char::from_u32(u32::from_ne_bytes([c[0], c[1], c[2], c[3]])).ok_or_else(|| invalid("not a code point"))
+                char::from_u32(u32::from_ne_bytes([c[0], c[1], c[2], c[3]]))
+                    .ok_or_else(|| invalid("not a code point"))
             })
             .collect(),
     }
@@ -119,7 +140,10 @@ impl Array {
             None => {
                 let start = u64::from_ne_bytes(raw[..8].try_into().unwrap_or_default());
                 let len = u64::from_ne_bytes(raw[8..16].try_into().unwrap_or_default());
-                let pool = self.pool.as_ref().ok_or(Error::Pool("missing for a string array"))?;
+                let pool = self
+                    .pool
+                    .as_ref()
+                    .ok_or(Error::Pool("missing for a string array"))?;
                 pool.read_bytes(start, len)?
             }
         };
@@ -155,7 +179,10 @@ impl Array {
                 if !self.flags.is_writable() || self.flags.is_immutable() {
                     return Err(Error::NotWritable("the array is read-only"));
                 }
-                let pool = self.pool.as_ref().ok_or(Error::Pool("missing for a string array"))?;
+                let pool = self
+                    .pool
+                    .as_ref()
+                    .ok_or(Error::Pool("missing for a string array"))?;
                 let start = pool.pool_append(&bytes, encoding.unit_size())?;
                 let mut e = start.to_ne_bytes().to_vec();
                 e.extend_from_slice(&(bytes.len() as u64).to_ne_bytes());
@@ -165,13 +192,22 @@ impl Array {
         self.with_write(|base| {
             // SAFETY: the element at `off` has `element.len()` bytes inside
             // the block; we hold the write guard.
-            unsafe { std::ptr::copy_nonoverlapping(element.as_ptr(), base.as_ptr().add(off), element.len()) }
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    element.as_ptr(),
+                    base.as_ptr().add(off),
+                    element.len(),
+                )
+            }
         })
     }
 
     /// All strings in C order.
     pub fn to_strings(&self) -> Result<Vec<String>> {
-        self.element_offsets().into_iter().map(|off| self.string_at(off)).collect()
+        self.element_offsets()
+            .into_iter()
+            .map(|off| self.string_at(off))
+            .collect()
     }
 
     /// String-to-string assignment with transcoding (see [`Array::assign`]).
@@ -225,7 +261,13 @@ impl Array {
         a.with_write(|base| {
             // SAFETY: the array is C-contiguous over `rows.len()` 16-byte
             // elements, exactly `pairs.len()` bytes; we hold the write guard.
-            unsafe { std::ptr::copy_nonoverlapping(pairs.as_ptr(), base.as_ptr().add(a.offset), pairs.len()) }
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    pairs.as_ptr(),
+                    base.as_ptr().add(a.offset),
+                    pairs.len(),
+                )
+            }
         })?;
         Ok(a)
     }

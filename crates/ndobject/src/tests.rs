@@ -2,7 +2,9 @@
 
 use dtype::{Primitive, StringEncoding, Type};
 
-use crate::{AccessFlags, Array, AssignErrorMode as M, BlockKind, Error, Index, MemoryBlock, Scalar};
+use crate::{
+    AccessFlags, Array, AssignErrorMode as M, BlockKind, Error, Index, MemoryBlock, Scalar,
+};
 
 fn ty(s: &str) -> Type {
     s.parse().unwrap()
@@ -31,7 +33,11 @@ fn views_of_views_and_negative_steps() {
     assert_eq!(a.block().kind(), BlockKind::Pod);
     assert_eq!(a.strides(), [96, 32, 8]);
     let v = a
-        .view(&[Index::at(-1), Index::slice(None, None, -2), Index::slice(Some(1), None, 2)])
+        .view(&[
+            Index::at(-1),
+            Index::slice(None, None, -2),
+            Index::slice(Some(1), None, 2),
+        ])
         .unwrap();
     assert_eq!(v.shape(), [2, 2]);
     assert_eq!(v.to_vec::<i64>().unwrap(), [21, 23, 13, 15]);
@@ -43,11 +49,21 @@ fn views_of_views_and_negative_steps() {
     drop((a, v, w));
     assert_eq!(x.block().refcount(), 1);
     assert_eq!(x.get::<i64>(&[0]).unwrap(), 23);
-    let p = Array::from_slice(&data, &[2, 3, 4]).unwrap().permute(&[2, 0, 1]).unwrap();
+    let p = Array::from_slice(&data, &[2, 3, 4])
+        .unwrap()
+        .permute(&[2, 0, 1])
+        .unwrap();
     assert_eq!(p.shape(), [4, 2, 3]);
     assert_eq!(p.get::<i64>(&[3, 1, 2]).unwrap(), 23);
     assert!(p.permute(&[0, 0, 1]).is_err());
-    assert!(matches!(p.index(4), Err(Error::IndexOutOfRange { index: 4, dim: 0, size: 4 })));
+    assert!(matches!(
+        p.index(4),
+        Err(Error::IndexOutOfRange {
+            index: 4,
+            dim: 0,
+            size: 4
+        })
+    ));
 }
 
 #[test]
@@ -56,8 +72,19 @@ fn reshape_needs_a_contiguous_layout() {
     let r = a.reshape(&[2, 6]).unwrap();
     assert_eq!(r.get::<u16>(&[1, 0]).unwrap(), 6);
     assert!(matches!(a.reshape(&[5]), Err(Error::Reshape { .. })));
-    assert!(matches!(a.transpose().reshape(&[12]), Err(Error::Reshape { .. })));
-    assert_eq!(a.transpose().to_contiguous().reshape(&[12]).unwrap().get::<u16>(&[1]).unwrap(), 4);
+    assert!(matches!(
+        a.transpose().reshape(&[12]),
+        Err(Error::Reshape { .. })
+    ));
+    assert_eq!(
+        a.transpose()
+            .to_contiguous()
+            .reshape(&[12])
+            .unwrap()
+            .get::<u16>(&[1])
+            .unwrap(),
+        4
+    );
 }
 
 #[test]
@@ -66,7 +93,10 @@ fn access_flags_are_enforced_and_inherited() {
     assert_eq!(a.flags(), AccessFlags::READ_WRITE);
     let r = a.read_only();
     assert!(matches!(r.set(&[0], 5.0f32), Err(Error::NotWritable(_))));
-    assert!(matches!(r.index(0).unwrap().set(&[], 5.0f32), Err(Error::NotWritable(_))));
+    assert!(matches!(
+        r.index(0).unwrap().set(&[], 5.0f32),
+        Err(Error::NotWritable(_))
+    ));
     a.set(&[0], 5.0f32).unwrap();
     assert_eq!(r.get::<f32>(&[0]).unwrap(), 5.0);
     // Not unique: cannot freeze.
@@ -117,20 +147,50 @@ fn casts_follow_as_semantics_and_error_modes() {
     let a = Array::from_slice(&[-1.5f64, 300.0, f64::NAN], &[3]).unwrap();
     let none = a.cast(&ty("uint8"), M::None).unwrap();
     assert_eq!(none.to_vec::<u8>().unwrap(), [0u8, 255, 0]);
-    assert!(matches!(a.cast(&ty("uint8"), M::Overflow), Err(Error::Assign { .. })));
+    assert!(matches!(
+        a.cast(&ty("uint8"), M::Overflow),
+        Err(Error::Assign { .. })
+    ));
     let ok = Array::from_slice(&[1.5f64, 2.0], &[2]).unwrap();
-    assert_eq!(ok.cast(&ty("int8"), M::Overflow).unwrap().to_vec::<i8>().unwrap(), [1, 2]);
+    assert_eq!(
+        ok.cast(&ty("int8"), M::Overflow)
+            .unwrap()
+            .to_vec::<i8>()
+            .unwrap(),
+        [1, 2]
+    );
     assert!(ok.cast(&ty("int8"), M::Fractional).is_err());
     let big = Array::from_slice(&[16_777_217i64], &[1]).unwrap();
-    assert_eq!(big.cast(&ty("float32"), M::Fractional).unwrap().to_vec::<f32>().unwrap(), [16_777_216.0]);
+    assert_eq!(
+        big.cast(&ty("float32"), M::Fractional)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        [16_777_216.0]
+    );
     assert!(big.cast(&ty("float32"), M::Inexact).is_err());
     let c = Array::zeros(ty("complex64"), &[1]).unwrap();
     c.assign(&Array::scalar(2.0f64), M::Inexact).unwrap();
     assert_eq!(c.get_scalar(&[0]).unwrap(), Scalar::Complex(2.0, 0.0));
     let h = Array::from_slice(&[1.0f32, 65504.0, 1e6], &[3]).unwrap();
-    assert_eq!(h.index(0).unwrap().cast(&ty("float16"), M::Inexact).unwrap().get::<half::f16>(&[]).unwrap().to_f32(), 1.0);
+    assert_eq!(
+        h.index(0)
+            .unwrap()
+            .cast(&ty("float16"), M::Inexact)
+            .unwrap()
+            .get::<half::f16>(&[])
+            .unwrap()
+            .to_f32(),
+        1.0
+    );
     assert!(h.cast(&ty("float16"), M::Overflow).is_err());
-    assert_eq!(h.cast(&ty("bool"), M::None).unwrap().to_vec::<bool>().unwrap(), [true, true, true]);
+    assert_eq!(
+        h.cast(&ty("bool"), M::None)
+            .unwrap()
+            .to_vec::<bool>()
+            .unwrap(),
+        [true, true, true]
+    );
     assert!(h.cast(&ty("bool"), M::Overflow).is_err());
 }
 
@@ -144,7 +204,8 @@ fn assignment_broadcasts_and_handles_overlap() {
         .unwrap();
     assert_eq!(a.to_vec::<i32>().unwrap(), [1, 1, 2, 3, 4]);
     let m = Array::zeros(ty("int16"), &[2, 3]).unwrap();
-    m.assign(&Array::from_slice(&[7u8, 8, 9], &[3]).unwrap(), M::Inexact).unwrap();
+    m.assign(&Array::from_slice(&[7u8, 8, 9], &[3]).unwrap(), M::Inexact)
+        .unwrap();
     assert_eq!(m.to_vec::<i16>().unwrap(), [7, 8, 9, 7, 8, 9]);
     assert!(matches!(
         m.assign(&Array::from_slice(&[1u8, 2], &[2]).unwrap(), M::None),
@@ -166,7 +227,9 @@ fn strings_round_trip_and_transcode_with_errors() {
     let ascii = Array::zeros(Type::string(StringEncoding::Ascii), &[3]).unwrap();
     assert!(matches!(ascii.assign(&a, M::None), Err(Error::Encoding(_))));
     let fixed = Array::zeros(ty("string[8, 'U16']"), &[2]).unwrap();
-    fixed.assign(&a.view(&[Index::slice(None, Some(2), 1)]).unwrap(), M::None).unwrap();
+    fixed
+        .assign(&a.view(&[Index::slice(None, Some(2), 1)]).unwrap(), M::None)
+        .unwrap();
     assert_eq!(fixed.to_strings().unwrap(), ["This", "is"]);
     assert!(fixed.set_string(&[0], "too long!").is_err());
     let ucs2 = Array::zeros(Type::string(StringEncoding::Ucs2), &[1]).unwrap();
@@ -184,7 +247,13 @@ fn ragged_rows_live_in_a_finalized_pool() {
     assert_eq!(row.to_vec::<u32>().unwrap(), [3, 4, 5]);
     assert!(row.block().is_frozen());
     assert_eq!(a.index(1).unwrap().var_elements().unwrap().len(), 0);
-    assert_eq!(a.view(&[Index::at(2), Index::slice(None, None, -1)]).unwrap().to_vec::<u32>().unwrap(), [5, 4, 3]);
+    assert_eq!(
+        a.view(&[Index::at(2), Index::slice(None, None, -1)])
+            .unwrap()
+            .to_vec::<u32>()
+            .unwrap(),
+        [5, 4, 3]
+    );
     drop(a);
     assert_eq!(row.get::<u32>(&[1]).unwrap(), 4);
 }
@@ -214,14 +283,21 @@ fn debug_repr_shows_structure() {
 fn constructors_validate_sizes() {
     assert!(matches!(
         Array::from_bytes(ty("int32"), &[3], vec![0; 11]),
-        Err(Error::SizeMismatch { expected: 12, actual: 11, .. })
+        Err(Error::SizeMismatch {
+            expected: 12,
+            actual: 11,
+            ..
+        })
     ));
     assert!(Array::from_slice(&[1u8, 2, 3], &[2]).is_err());
     assert!(Array::zeros(ty("int8"), &[usize::MAX, 2]).is_err());
     let z = Array::zeros(ty("{x: int32, y: float64}"), &[0, 5]).unwrap();
     assert!(z.is_empty());
     let b = Array::from_bytes(Type::primitive(Primitive::UInt16), &[2], vec![1, 0, 2, 0]).unwrap();
-    assert_eq!(b.to_vec::<u16>().unwrap(), [u16::from_le_bytes([1, 0]), u16::from_le_bytes([2, 0])]);
+    assert_eq!(
+        b.to_vec::<u16>().unwrap(),
+        [u16::from_le_bytes([1, 0]), u16::from_le_bytes([2, 0])]
+    );
     assert!(b.get::<i16>(&[0]).is_err());
 }
 

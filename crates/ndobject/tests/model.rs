@@ -30,7 +30,11 @@ impl Model {
     }
 
     fn apply(&self, idx: &[Index]) -> Option<Model> {
-        let mut m = Model { offset: self.offset, shape: vec![], strides: vec![] };
+        let mut m = Model {
+            offset: self.offset,
+            shape: vec![],
+            strides: vec![],
+        };
         for (d, (&n, &s)) in self.shape.iter().zip(&self.strides).enumerate() {
             match idx.get(d).copied().unwrap_or(Index::all()) {
                 Index::At(i) => {

@@ -169,10 +169,10 @@ fn write_ours(dir: &Path) -> Result<(), String> {
     cases.push(("shapes_names".into(), shapes, WriteOptions::default()));
 
     let mut many = ParamDict::new();
-    for i in 0..40 {
+    for i in 0..40i32 {
         many.insert(
             format!("p{}", 39 - i),
-            Tensor::new(Primitive::Int32, &[1], (i as i32).to_le_bytes().to_vec()).unwrap(),
+            Tensor::new(Primitive::Int32, &[1], i.to_le_bytes().to_vec()).unwrap(),
         );
     }
     cases.push(("order_40".into(), many, WriteOptions::default()));
