@@ -70,7 +70,10 @@ impl IndexEntry {
 
     /// Number of elements.
     pub fn len(&self) -> u64 {
-        self.shape.iter().map(|&d| d as u64).product()
+        self.shape
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))
+            .unwrap_or(0)
     }
 
     /// Whether the tensor has no element.

@@ -39,8 +39,12 @@ pub struct Tensor {
     storage: Storage,
 }
 
-/// Number of elements of a shape, or `None` on overflow.
+/// Number of elements of a shape, or `None` on overflow (a zero dimension
+/// makes the count 0 however large the others are).
 pub(crate) fn element_count(shape: &[usize]) -> Option<usize> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
     shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
 }
 
@@ -421,6 +425,8 @@ mod tests {
             })
         ));
         assert!(Tensor::new(Primitive::Float32, &[usize::MAX, 2], vec![]).is_err());
+        let z = Tensor::new(Primitive::Int8, &[usize::MAX, 0, usize::MAX], vec![]).unwrap();
+        assert_eq!((z.len(), z.nbytes()), (0, 0));
         let s = Tensor::new(Primitive::Int8, &[], vec![7]).unwrap();
         assert_eq!(
             (s.ndim(), s.len(), s.datashape()),

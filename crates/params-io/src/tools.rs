@@ -11,12 +11,14 @@
 //!     let _ = done; // bar.set_position(done) of index.data_bytes()
 //! })?;
 //! // pack OUT NAME=FILE.npy ...
-//! let inputs = ["w=out/w.npy"].iter().map(|a| tools::parse_pack_arg(a)).collect::<Result<Vec<_>, _>>()
-//!     .map_err(|e| params_io::Error::NotFound(e))?;
+//! let inputs = ["w=out/w.npy"]
+//!     .iter()
+//!     .map(|a| tools::parse_pack_arg(a))
+//!     .collect::<Result<Vec<_>, String>>()?;
 //! tools::pack_npy("new.params", &inputs, &WriteOptions::default(), &mut |_| {})?;
 //! // verify FILE [--profile cvm]: exit 0, or print the one-line error and exit 2
 //! tools::verify("model.params", Profile::Cvm)?;
-//! # Ok::<(), params_io::Error>(())
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use std::collections::HashSet;

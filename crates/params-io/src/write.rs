@@ -147,12 +147,19 @@ fn plan(entries: &[Entry<'_>], opts: &WriteOptions) -> Result<(Vec<Planned>, u64
                 format!("{} dimensions (at most {MAX_NDIM})", shape.len()),
             ));
         }
-        let elements = shape
-            .iter()
-            .try_fold(1u64, |acc, &d| {
-                acc.checked_mul(d as u64).filter(|&n| n <= i64::MAX as u64)
-            })
-            .ok_or_else(|| unwritable(name, "shape product overflows"))?;
+        if shape.iter().any(|&d| d as u64 > i64::MAX as u64) {
+            return Err(unwritable(name, "a dimension exceeds i64::MAX"));
+        }
+        let elements = if shape.contains(&0) {
+            0
+        } else {
+            shape
+                .iter()
+                .try_fold(1u64, |acc, &d| {
+                    acc.checked_mul(d as u64).filter(|&n| n <= i64::MAX as u64)
+                })
+                .ok_or_else(|| unwritable(name, "shape product overflows"))?
+        };
         let nbytes = elements
             .checked_mul(file_element_size(dl))
             .filter(|&n| n <= i64::MAX as u64)

@@ -427,3 +427,29 @@ fn huge_size_fields_on_a_short_stream_are_cheap() {
     b[16..24].copy_from_slice(&(1u64 << 63).to_le_bytes());
     assert!(ParamDict::read(&b[..]).is_err());
 }
+
+#[test]
+fn zero_dimension_beside_huge_ones_is_an_empty_tensor_everywhere() {
+    // Found by fuzzing: shape (2^62, 2^62, 0) has zero elements; the index,
+    // the buffer reader and the stream reader must all accept it.
+    let mut d = ParamDict::new();
+    d.insert("z", Tensor::new(Primitive::Int8, &[0], vec![]).unwrap());
+    let mut b = d.to_bytes().unwrap();
+    // ndim 1 -> 3: splice two more dimensions in front of the existing one.
+    let ndim_at = 24 + 9 + 8 + 24;
+    b[ndim_at..ndim_at + 4].copy_from_slice(&3i32.to_le_bytes());
+    let shape_at = ndim_at + 8;
+    let huge = (1i64 << 62).to_le_bytes();
+    let tail = b.split_off(shape_at);
+    b.extend_from_slice(&huge);
+    b.extend_from_slice(&huge);
+    b.extend_from_slice(&tail);
+    let a = ParamDict::from_bytes(&b).unwrap();
+    let s = ParamDict::read(&b[..]).unwrap();
+    let i = ParamIndex::from_bytes(&b, &ReadOptions::default()).unwrap();
+    assert_eq!(a, s);
+    assert_eq!(a.get("z").unwrap().shape(), &[1 << 62, 1 << 62, 0]);
+    assert!(a.get("z").unwrap().is_empty());
+    assert_eq!(i.entries[0].len(), 0);
+    assert_eq!(a.to_bytes().unwrap(), b);
+}
