@@ -80,11 +80,10 @@ impl Step {
             .map_err(|e| format!("{}: could not start {:?}: {e}", self.name, self.command))?;
         let output = std::fs::read_to_string(&log_path).unwrap_or_default();
         let secs = started.elapsed().as_secs_f64();
+        report(&self.name, secs, status.success());
         if status.success() {
-            println!("[ok]   {:<24} {secs:>7.1} s", self.name);
             Ok(output)
         } else {
-            println!("[FAIL] {:<24} {secs:>7.1} s  ({status})", self.name);
             println!(
                 "----- output of step {} ({}) -----",
                 self.name,
@@ -95,6 +94,12 @@ impl Step {
             Err(format!("step {} failed", self.name))
         }
     }
+}
+
+/// Prints a step's summary line.
+pub(crate) fn report(name: &str, secs: f64, ok: bool) {
+    let mark = if ok { "[ok]  " } else { "[FAIL]" };
+    println!("{mark} {name:<24} {secs:>7.1} s");
 }
 
 /// Sums libtest's `test result:` lines: (passed, failed).

@@ -181,15 +181,7 @@ impl MemoryBlock {
         let owner = Box::new(owner);
         let bytes: &[u8] = (*owner).as_ref();
         let (ptr, len) = (NonNull::from(bytes).cast::<u8>(), bytes.len());
-        MemoryBlock::new(
-            Storage::External {
-                ptr,
-                len,
-                _owner: owner,
-                label: std::any::type_name::<O>(),
-            },
-            false,
-        )
+        MemoryBlock::external(ptr, len, owner, std::any::type_name::<O>(), false)
     }
 
     /// A writable external block over the bytes `owner` holds (a
@@ -199,15 +191,7 @@ impl MemoryBlock {
         let bytes: &mut [u8] = (*owner).as_mut();
         let len = bytes.len();
         let ptr = NonNull::from(bytes).cast::<u8>();
-        MemoryBlock::new(
-            Storage::External {
-                ptr,
-                len,
-                _owner: owner,
-                label: std::any::type_name::<O>(),
-            },
-            true,
-        )
+        MemoryBlock::external(ptr, len, owner, std::any::type_name::<O>(), true)
     }
 
     /// A writable external block over memory this crate does not own,
@@ -225,12 +209,22 @@ impl MemoryBlock {
         writable: bool,
         owner: Box<dyn Any + Send + Sync>,
     ) -> MemoryBlock {
+        MemoryBlock::external(ptr, len, owner, "raw parts", writable)
+    }
+
+    fn external(
+        ptr: NonNull<u8>,
+        len: usize,
+        owner: Box<dyn Any + Send + Sync>,
+        label: &'static str,
+        writable: bool,
+    ) -> MemoryBlock {
         MemoryBlock::new(
             Storage::External {
                 ptr,
                 len,
                 _owner: owner,
-                label: "raw parts",
+                label,
             },
             writable,
         )

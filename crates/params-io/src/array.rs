@@ -155,6 +155,19 @@ fn sources<'a, N: AsRef<[u8]>>(
         .collect()
 }
 
+/// Runs `f` with the writer entries of `arrays`.
+fn with_entries<N: AsRef<[u8]>, R>(
+    arrays: &[(N, &Array)],
+    f: impl FnOnce(&[Entry<'_>]) -> Result<R, Error>,
+) -> Result<R, Error> {
+    let src = sources(arrays)?;
+    let entries: Vec<Entry<'_>> = src
+        .iter()
+        .map(|(n, s)| (*n, s as &dyn TensorSource))
+        .collect();
+    f(&entries)
+}
+
 /// Writes named arrays as a parameter file, streaming each (strided views
 /// are written in C order without a full copy).
 pub fn write_arrays<W: Write, N: AsRef<[u8]>>(
@@ -163,12 +176,7 @@ pub fn write_arrays<W: Write, N: AsRef<[u8]>>(
     opts: &WriteOptions,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, Error> {
-    let src = sources(arrays)?;
-    let entries: Vec<Entry<'_>> = src
-        .iter()
-        .map(|(n, s)| (*n, s as &dyn TensorSource))
-        .collect();
-    write_params(w, &entries, opts, progress)
+    with_entries(arrays, |entries| write_params(w, entries, opts, progress))
 }
 
 /// [`write_arrays`] to a path, atomically.
@@ -178,12 +186,9 @@ pub fn write_arrays_to_path<N: AsRef<[u8]>>(
     opts: &WriteOptions,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, Error> {
-    let src = sources(arrays)?;
-    let entries: Vec<Entry<'_>> = src
-        .iter()
-        .map(|(n, s)| (*n, s as &dyn TensorSource))
-        .collect();
-    write_params_to_path(path, &entries, opts, progress)
+    with_entries(arrays, |entries| {
+        write_params_to_path(path, entries, opts, progress)
+    })
 }
 
 #[cfg(test)]

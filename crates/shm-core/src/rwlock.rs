@@ -74,24 +74,12 @@ impl ShmRwLock {
 
     /// Tries to take a read lock without blocking.
     pub fn try_read<'a>(&'a self, p: &'a Participant) -> Result<ReadGuard<'a>, LockError> {
-        p.check_owns(self)?;
-        let died = self.acquire_read(p, Some(p.now()), true)?;
-        Ok(ReadGuard {
-            lock: self,
-            p,
-            owner_died: died,
-        })
+        self.read_guard(p, Some(p.now()), true)
     }
 
     /// Takes a read lock, blocking as long as needed.
     pub fn read<'a>(&'a self, p: &'a Participant) -> Result<ReadGuard<'a>, LockError> {
-        p.check_owns(self)?;
-        let died = self.acquire_read(p, None, false)?;
-        Ok(ReadGuard {
-            lock: self,
-            p,
-            owner_died: died,
-        })
+        self.read_guard(p, None, false)
     }
 
     /// Takes a read lock, giving up after `timeout`.
@@ -100,35 +88,17 @@ impl ShmRwLock {
         p: &'a Participant,
         timeout: Duration,
     ) -> Result<ReadGuard<'a>, LockError> {
-        p.check_owns(self)?;
-        let died = self.acquire_read(p, p.now().checked_add(timeout), false)?;
-        Ok(ReadGuard {
-            lock: self,
-            p,
-            owner_died: died,
-        })
+        self.read_guard(p, p.now().checked_add(timeout), false)
     }
 
     /// Tries to take the write lock without blocking.
     pub fn try_write<'a>(&'a self, p: &'a Participant) -> Result<WriteGuard<'a>, LockError> {
-        p.check_owns(self)?;
-        let died = self.acquire_write(p, Some(p.now()), true)?;
-        Ok(WriteGuard {
-            lock: self,
-            p,
-            owner_died: died,
-        })
+        self.write_guard(p, Some(p.now()), true)
     }
 
     /// Takes the write lock, blocking as long as needed.
     pub fn write<'a>(&'a self, p: &'a Participant) -> Result<WriteGuard<'a>, LockError> {
-        p.check_owns(self)?;
-        let died = self.acquire_write(p, None, false)?;
-        Ok(WriteGuard {
-            lock: self,
-            p,
-            owner_died: died,
-        })
+        self.write_guard(p, None, false)
     }
 
     /// Takes the write lock, giving up after `timeout`.
@@ -137,12 +107,36 @@ impl ShmRwLock {
         p: &'a Participant,
         timeout: Duration,
     ) -> Result<WriteGuard<'a>, LockError> {
+        self.write_guard(p, p.now().checked_add(timeout), false)
+    }
+
+    fn read_guard<'a>(
+        &'a self,
+        p: &'a Participant,
+        deadline: Option<Instant>,
+        try_only: bool,
+    ) -> Result<ReadGuard<'a>, LockError> {
         p.check_owns(self)?;
-        let died = self.acquire_write(p, p.now().checked_add(timeout), false)?;
+        let owner_died = self.acquire_read(p, deadline, try_only)?;
+        Ok(ReadGuard {
+            lock: self,
+            p,
+            owner_died,
+        })
+    }
+
+    fn write_guard<'a>(
+        &'a self,
+        p: &'a Participant,
+        deadline: Option<Instant>,
+        try_only: bool,
+    ) -> Result<WriteGuard<'a>, LockError> {
+        p.check_owns(self)?;
+        let owner_died = self.acquire_write(p, deadline, try_only)?;
         Ok(WriteGuard {
             lock: self,
             p,
-            owner_died: died,
+            owner_died,
         })
     }
 

@@ -82,32 +82,30 @@ pub(crate) struct ObjStat {
     pub(crate) ino: u64,
 }
 
+impl From<&rustix::fs::Stat> for ObjStat {
+    fn from(st: &rustix::fs::Stat) -> ObjStat {
+        ObjStat {
+            regular: rustix::fs::FileType::from_raw_mode(st.st_mode)
+                == rustix::fs::FileType::RegularFile,
+            uid: st.st_uid,
+            mode: st.st_mode & 0o7777,
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            dev: st.st_dev,
+            ino: st.st_ino,
+        }
+    }
+}
+
 pub(crate) fn fstat(fd: BorrowedFd<'_>) -> io::Result<ObjStat> {
     let st = rustix::fs::fstat(fd).map_err(io_err)?;
-    Ok(ObjStat {
-        regular: rustix::fs::FileType::from_raw_mode(st.st_mode)
-            == rustix::fs::FileType::RegularFile,
-        uid: st.st_uid,
-        mode: st.st_mode & 0o7777,
-        size: u64::try_from(st.st_size).unwrap_or(0),
-        dev: st.st_dev,
-        ino: st.st_ino,
-    })
+    Ok(ObjStat::from(&st))
 }
 
 /// `stat` of `/dev/shm/name` without following symlinks.
 pub(crate) fn stat_name(name: &str) -> io::Result<ObjStat> {
     let path = format!("{SHM_DIR}/{name}");
     let st = rustix::fs::lstat(path).map_err(io_err)?;
-    Ok(ObjStat {
-        regular: rustix::fs::FileType::from_raw_mode(st.st_mode)
-            == rustix::fs::FileType::RegularFile,
-        uid: st.st_uid,
-        mode: st.st_mode & 0o7777,
-        size: u64::try_from(st.st_size).unwrap_or(0),
-        dev: st.st_dev,
-        ino: st.st_ino,
-    })
+    Ok(ObjStat::from(&st))
 }
 
 pub(crate) fn ftruncate(fd: BorrowedFd<'_>, len: u64) -> io::Result<()> {
