@@ -84,6 +84,7 @@ impl Step {
         if status.success() {
             Ok(output)
         } else {
+            println!("       {} exited with {status}", self.name);
             println!(
                 "----- output of step {} ({}) -----",
                 self.name,

@@ -206,8 +206,23 @@ mod tests {
 
     #[test]
     fn views_become_zero_copy_arrays_that_outlive_the_dict() {
-        let bytes = sample().to_bytes().unwrap();
-        let d = ParamDict::from_shared(bytes, &ReadOptions::default()).unwrap();
+        /// File bytes placed so that "x"'s data (byte 103 of the file) is
+        /// not 4-aligned, whatever address the allocator (or Miri) picks.
+        struct Shifted(Vec<u8>, usize);
+        impl AsRef<[u8]> for Shifted {
+            fn as_ref(&self) -> &[u8] {
+                &self.0[self.1..]
+            }
+        }
+        let file = sample().to_bytes().unwrap();
+        let mut buf = Vec::with_capacity(4 + file.len()); // no reallocation below
+        let base = buf.as_ptr() as usize;
+        let start = (0..4)
+            .find(|s| !(base + s + 103).is_multiple_of(4))
+            .unwrap();
+        buf.resize(start, 0);
+        buf.extend_from_slice(&file);
+        let d = ParamDict::from_shared(Shifted(buf, start), &ReadOptions::default()).unwrap();
         let arrays = d.to_arrays().unwrap();
         let x_ptr = d.get("x").unwrap().data().as_ptr();
         drop(d);
