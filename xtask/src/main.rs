@@ -4,6 +4,7 @@
 //! the workspace root, and stops at the first failure with its output.
 
 mod bench;
+mod blaze;
 mod fuzz;
 mod miri;
 mod step;
@@ -16,10 +17,11 @@ use step::{Step, cargo};
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci                         fmt, clippy, tests, shm leak check, docs, loom, miri, fuzz smoke run
+  ci                         fmt, clippy, tests, shm leak check, docs, Blaze check, loom, miri, fuzz
   miri                       unit tests of the crates that contain unsafe, under Miri
   fuzz [--seconds N] [TARGET] run the cargo-fuzz targets (default 60 s each)
-  bench                      run the benchmarks and report ratios to their baselines";
+  bench                      run the benchmarks and report ratios to their baselines
+  blaze                      check our canonical datashapes against Blaze's datashape package";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -29,6 +31,7 @@ fn main() -> ExitCode {
         Some("fuzz") => fuzz::parse_args(&args[1..])
             .and_then(|(secs, target)| fuzz::run(secs, target.as_deref())),
         Some("bench") => bench::run(&args[1..]),
+        Some("blaze") => blaze::run(),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
@@ -71,6 +74,7 @@ fn ci() -> Result<(), String> {
     Step::new("doc", cargo(["doc", "--workspace", "--no-deps"]))
         .env("RUSTDOCFLAGS", "-D warnings")
         .run()?;
+    blaze::run()?;
     Step::new(
         "loom",
         cargo([

@@ -51,7 +51,10 @@
 //!
 //! [`parse`] reads datashape text; `Display` prints the one canonical form.
 //! `parse(t.to_string()) == t` holds for every type, and the canonical text
-//! is what Blaze's `datashape` package prints for the types it has. Parse
+//! is what Blaze's `datashape` package prints for the types it has
+//! (checked against that package by `cargo xtask blaze`). `strided`,
+//! `unaligned[...]`, byte order, `bfloat16`, `bytes` and `'ucs2'` are ours
+//! alone; Blaze rejects them. Parse
 //! errors carry a byte offset, what was expected and a caret line.
 //!
 //! ## Mappings

@@ -116,7 +116,8 @@ impl Primitive {
         }
     }
 
-    /// The canonical datashape name (`int32`, `complex64`, ...).
+    /// The short name (`int32`, `complex64`, ...). Canonical datashape
+    /// text prints complex types as `complex[float32]`, as Blaze does.
     pub const fn name(self) -> &'static str {
         match self {
             Primitive::Bool => "bool",

@@ -6,7 +6,18 @@
 use std::fmt::{self, Write};
 
 use crate::encoding::StringEncoding;
+use crate::primitive::Primitive;
 use crate::types::{Type, TypeKind};
+
+/// A primitive's canonical text: its name, except that complex numbers
+/// print as Blaze prints them (`complex[float32]`, `complex[float64]`).
+fn primitive_text(p: Primitive) -> &'static str {
+    match p {
+        Primitive::Complex64 => "complex[float32]",
+        Primitive::Complex128 => "complex[float64]",
+        other => other.name(),
+    }
+}
 
 /// Whether `name` can be printed without quotes as a record field name.
 pub(crate) fn is_bare_name(name: &str) -> bool {
@@ -48,9 +59,9 @@ fn write_field_name(f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
 impl fmt::Display for Type {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind() {
-            TypeKind::Primitive(p) => f.write_str(p.name()),
+            TypeKind::Primitive(p) => f.write_str(primitive_text(*p)),
             TypeKind::NonNative { primitive, order } => {
-                write!(f, "{}[{}]", order.constructor(), primitive.name())
+                write!(f, "{}[{}]", order.constructor(), primitive_text(*primitive))
             }
             TypeKind::Unaligned(inner) => write!(f, "unaligned[{inner}]"),
             TypeKind::String(StringEncoding::Utf8) => f.write_str("string"),
