@@ -1,4 +1,4 @@
-//! Project automation: `cargo xtask ci | fuzz | miri | bench`.
+//! Project automation: `cargo xtask ci | fuzz | miri | bench | blaze | interop`.
 //!
 //! Every subcommand runs the same tools a developer would run by hand, in
 //! the workspace root, and stops at the first failure with its output.
@@ -6,6 +6,7 @@
 mod bench;
 mod blaze;
 mod fuzz;
+mod interop;
 mod miri;
 mod step;
 
@@ -17,11 +18,12 @@ use step::{Step, cargo};
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci                         fmt, clippy, tests, shm leak check, docs, Blaze check, loom, miri, fuzz
+  ci                         fmt, clippy, tests, shm leak check, docs, Blaze check, TVM interop, loom, miri, fuzz
   miri                       unit tests of the crates that contain unsafe, under Miri
   fuzz [--seconds N] [TARGET] run the cargo-fuzz targets (default 60 s each)
-  bench                      run the benchmarks and report ratios to their baselines
-  blaze                      check our canonical datashapes against Blaze's datashape package";
+  bench [params] [FILTER]    run the benchmarks (or only params-io's, beside TVM's loader) and report ratios
+  blaze                      check our canonical datashapes against Blaze's datashape package
+  interop                    exchange params files with Apache TVM (PyPI) in both directions";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -32,6 +34,7 @@ fn main() -> ExitCode {
             .and_then(|(secs, target)| fuzz::run(secs, target.as_deref())),
         Some("bench") => bench::run(&args[1..]),
         Some("blaze") => blaze::run(),
+        Some("interop") => interop::run(),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
@@ -62,19 +65,24 @@ fn ci() -> Result<(), String> {
             "clippy",
             "--workspace",
             "--all-targets",
+            "--all-features",
             "--",
             "-D",
             "warnings",
         ]),
     )
     .run()?;
-    let test_log = Step::new("test", cargo(["test", "--workspace"])).run()?;
+    let test_log = Step::new("test", cargo(["test", "--workspace", "--all-features"])).run()?;
     let (passed, failed) = step::count_tests(&test_log);
     shm_leak_check()?;
-    Step::new("doc", cargo(["doc", "--workspace", "--no-deps"]))
-        .env("RUSTDOCFLAGS", "-D warnings")
-        .run()?;
+    Step::new(
+        "doc",
+        cargo(["doc", "--workspace", "--no-deps", "--all-features"]),
+    )
+    .env("RUSTDOCFLAGS", "-D warnings")
+    .run()?;
     blaze::run()?;
+    interop::run()?;
     Step::new(
         "loom",
         cargo([
@@ -100,7 +108,7 @@ fn ci() -> Result<(), String> {
 }
 
 /// Name prefixes of the shared-memory objects the test suites create.
-const TEST_SHM_PREFIXES: [&str; 1] = ["shmcoretest"];
+const TEST_SHM_PREFIXES: [&str; 2] = ["shmcoretest", "fastiotest"];
 
 /// Fails when a test left a shared-memory object behind in `/dev/shm`.
 fn shm_leak_check() -> Result<(), String> {

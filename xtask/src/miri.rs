@@ -60,7 +60,7 @@ pub(crate) fn run() -> Result<(), String> {
     for name in crates {
         Step::new(
             format!("miri {name}"),
-            cargo_nightly(["miri", "test", "-p", &name, "--lib"]),
+            cargo_nightly(["miri", "test", "-p", &name, "--lib", "--all-features"]),
         )
         .run()?;
     }

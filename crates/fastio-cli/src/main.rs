@@ -1,11 +1,13 @@
 //! The `fastio` command-line tool.
 //!
 //! Each subcommand is a thin front on one library layer:
-//! `fastio dtype` on `dtype`, `fastio shm` on `shm-core`.
+//! `fastio dtype` on `dtype`, `fastio shm` on `shm-core`, `fastio params`
+//! on `params-io`.
 
 #![forbid(unsafe_code)]
 
 mod dtype_cmd;
+mod params_cmd;
 mod shm_cmd;
 
 use std::process::ExitCode;
@@ -28,6 +30,9 @@ enum Command {
     /// Shared-memory segments: list them, collect the dead ones.
     #[command(subcommand)]
     Shm(shm_cmd::ShmCommand),
+    /// TVM/CVM parameter files: inspect, export to .npy, pack, verify.
+    #[command(subcommand)]
+    Params(params_cmd::ParamsCommand),
 }
 
 /// A failure to report: the text goes to stderr as is, then the process
@@ -42,6 +47,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Dtype(cmd) => dtype_cmd::run(cmd),
         Command::Shm(cmd) => shm_cmd::run(cmd),
+        Command::Params(cmd) => params_cmd::run(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,7 +1,9 @@
 //! Typed element access and bulk reads: get/set, `to_vec`, `as_slice`,
 //! C-order byte streams and contiguous copies.
 
-use dtype::TypeKind;
+use std::ptr::NonNull;
+
+use dtype::{Primitive, TypeKind};
 
 use crate::array::Array;
 use crate::element::{Element, Scalar};
@@ -80,32 +82,73 @@ impl Array {
     /// aligned, native-endian, of primitive `T`, and no one can write the
     /// memory (immutable or read-only external data).
     pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
-        if !matches!(self.element.kind(), TypeKind::Primitive(p) if *p == T::PRIMITIVE) {
-            return Err(Error::TypeMismatch(format!(
-                "as_slice::<{}> needs aligned native {} elements, not {}",
-                T::PRIMITIVE,
-                T::PRIMITIVE,
-                self.element
-            )));
-        }
+        let first = self.shared_elements::<T>()?;
         if !self.is_c_contiguous() {
             return Err(Error::TypeMismatch(
                 "as_slice needs a C-contiguous array".into(),
             ));
         }
+        if self.is_empty() {
+            return Ok(&[]);
+        }
+        // SAFETY: `shared_elements` checked that `T` may be read from
+        // these elements and that no one can write them while `self`
+        // lives; they are `len()` contiguous, aligned `T`s from `first`.
+        Ok(unsafe { std::slice::from_raw_parts(first.as_ptr(), self.len()) })
+    }
+
+    /// Checks that the elements may be read as `T` through shared
+    /// references that live as long as `self`, and returns the pointer to
+    /// element `[0, 0, ...]`: the element type is `T`'s primitive (so
+    /// native-endian and aligned: a plain primitive type is only given to
+    /// aligned data), no one can write the block (read-only external data,
+    /// or frozen by `into_immutable` or a finalized pool), and for `bool`
+    /// every byte is 0 or 1.
+    pub(crate) fn shared_elements<T: Element>(&self) -> Result<NonNull<T>> {
+        self.check_native::<T>()?;
         if self.block.is_writable() {
             return Err(Error::NotWritable(
-                "as_slice needs memory no one can write; use into_immutable() or to_vec()",
+                "borrowing elements needs memory no one can write; use into_immutable() or to_vec()",
             ));
         }
         let (base, _) = self.block.data_range()?;
-        // SAFETY: the element type is `T`'s primitive, aligned (a plain
-        // primitive type is only given to aligned data), contiguous over
-        // `len()` elements inside the block; the block cannot be written by
-        // anyone (checked above) and lives as long as `self`.
-        Ok(unsafe {
-            std::slice::from_raw_parts(base.as_ptr().add(self.offset).cast::<T>(), self.len())
-        })
+        // Nobody can write the block, so the bytes checked stay valid.
+        self.check_bools::<T>(base)?;
+        // SAFETY: `offset` lies inside the block (checked when the view was
+        // built; an empty view's offset is at most the block's length).
+        Ok(unsafe { base.add(self.offset) }.cast::<T>())
+    }
+
+    /// Checks that the element type is `T`'s primitive: aligned and in
+    /// native byte order.
+    pub(crate) fn check_native<T: Element>(&self) -> Result<()> {
+        if matches!(self.element.kind(), TypeKind::Primitive(p) if *p == T::PRIMITIVE) {
+            return Ok(());
+        }
+        Err(Error::TypeMismatch(format!(
+            "borrowing needs aligned native {} elements, not {}",
+            T::PRIMITIVE,
+            self.element
+        )))
+    }
+
+    /// For `T = bool`, checks that every element's byte is 0 or 1 (any
+    /// other byte is not a valid `bool`). The caller makes sure nobody
+    /// writes the block meanwhile.
+    pub(crate) fn check_bools<T: Element>(&self, base: NonNull<u8>) -> Result<()> {
+        if T::PRIMITIVE != Primitive::Bool {
+            return Ok(());
+        }
+        for off in self.element_offsets() {
+            // SAFETY: every offset from `element_offsets` addresses an
+            // element inside the block; nobody writes it (see above).
+            if unsafe { base.add(off).read() } > 1 {
+                return Err(Error::TypeMismatch(format!(
+                    "the byte at offset {off} is not a valid bool"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Writes the raw bytes of the elements in C order to `w`, in bounded
@@ -163,9 +206,14 @@ impl Array {
 
     /// The raw bytes of the elements in C order.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.byte_span());
-        // Writing to a Vec cannot fail; a read-access error gives no bytes.
-        let _ = self.write_c_order(&mut out);
+        let mut out = vec![0u8; self.byte_span()];
+        // SAFETY: `out` has room for `byte_span()` bytes and is not in the
+        // block; `gather` runs under the read protocol.
+        let read = self.with_read(|base| unsafe { self.gather(base, out.as_mut_ptr()) });
+        // A read-access error gives no bytes.
+        if read.is_err() {
+            out.clear();
+        }
         out
     }
 
@@ -176,14 +224,112 @@ impl Array {
             TypeKind::Unaligned(inner) => inner.clone(),
             _ => self.element.clone(),
         };
-        let bytes = self.to_bytes();
-        let mut copy = Array::zeros(element.clone(), &self.shape)
+        let copy = Array::alloc(element, &self.shape, self.meta.clone())
             .unwrap_or_else(|_| unreachable!("the source's shape and element fit"));
-        copy.pool = self.pool.clone();
-        let _ = copy.with_write(|base| {
-            // SAFETY: the new block holds exactly `bytes.len()` bytes.
-            unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), base.as_ptr(), bytes.len()) }
+        // `copy` is new: no other handle reaches its block, so holding its
+        // write guard inside this array's read guard cannot deadlock. A
+        // source without read access gives zeros.
+        let _ = self.with_read(|src| {
+            copy.with_write(|dst| {
+                // SAFETY: the new block holds exactly `byte_span()` bytes
+                // and is not this array's block; we hold both guards.
+                unsafe { self.gather(src, dst.as_ptr()) }
+            })
         });
         copy
+    }
+
+    /// Copies the elements' bytes in C order to `dst`, a row of the last
+    /// dimension at a time.
+    ///
+    /// # Safety
+    ///
+    /// `base` is the start of this array's block, read under the read
+    /// protocol ([`Array::with_read`]); `dst` is valid for `byte_span()`
+    /// bytes of writes and does not overlap the block.
+    pub(crate) unsafe fn gather(&self, base: NonNull<u8>, dst: *mut u8) {
+        let elem = self.elem_size();
+        if self.is_empty() {
+            return;
+        }
+        if self.is_c_contiguous() {
+            // SAFETY: the elements are the `byte_span()` bytes from
+            // `offset`, inside the block (checked when the view was built).
+            unsafe {
+                std::ptr::copy_nonoverlapping(base.as_ptr().add(self.offset), dst, self.byte_span())
+            };
+            return;
+        }
+        let nd = self.shape.len();
+        // Not contiguous, so there is at least one dimension.
+        let (n, stride) = (self.shape[nd - 1], self.strides[nd - 1]);
+        let mut idx = vec![0usize; nd - 1];
+        let mut off = self.offset as isize;
+        let mut out = dst;
+        loop {
+            // SAFETY: `off` is the offset of the first element of a row and
+            // the row's `n` elements lie `stride` bytes apart inside the
+            // block (bounds-checked when the view was built); `out` has
+            // room for the row, as `dst` has for all rows in C order.
+            unsafe {
+                let src = base.as_ptr().offset(off);
+                match elem {
+                    _ if stride == elem as isize => {
+                        std::ptr::copy_nonoverlapping(src, out, n * elem)
+                    }
+                    1 => copy_row::<1>(src, stride, n, out),
+                    2 => copy_row::<2>(src, stride, n, out),
+                    4 => copy_row::<4>(src, stride, n, out),
+                    8 => copy_row::<8>(src, stride, n, out),
+                    16 => copy_row::<16>(src, stride, n, out),
+                    _ => {
+                        for i in 0..n {
+                            std::ptr::copy_nonoverlapping(
+                                src.offset(i as isize * stride),
+                                out.add(i * elem),
+                                elem,
+                            );
+                        }
+                    }
+                }
+                out = out.add(n * elem);
+            }
+            // Next row: advance the index of the outer dimensions.
+            let mut d = nd - 1;
+            loop {
+                if d == 0 {
+                    return;
+                }
+                d -= 1;
+                idx[d] += 1;
+                off += self.strides[d];
+                if idx[d] < self.shape[d] {
+                    break;
+                }
+                off -= self.strides[d] * self.shape[d] as isize;
+                idx[d] = 0;
+            }
+        }
+    }
+}
+
+/// Copies `n` elements of `N` bytes, `stride` bytes apart from `src`, to
+/// consecutive places from `dst`.
+///
+/// # Safety
+///
+/// `src + i * stride` is readable for `N` bytes for each `i < n`, `dst` is
+/// writable for `n * N` bytes, and the two do not overlap.
+unsafe fn copy_row<const N: usize>(src: *const u8, stride: isize, n: usize, dst: *mut u8) {
+    for i in 0..n {
+        // SAFETY: the caller's contract; unaligned reads and writes of a
+        // byte array need no alignment.
+        unsafe {
+            let v = src
+                .offset(i as isize * stride)
+                .cast::<[u8; N]>()
+                .read_unaligned();
+            dst.add(i * N).cast::<[u8; N]>().write_unaligned(v);
+        }
     }
 }

@@ -9,12 +9,16 @@ use crate::block::{BLOCK_ALIGN, MemoryBlock};
 use crate::element::{Element, Storage};
 use crate::error::{Error, Result};
 use crate::flags::AccessFlags;
+use crate::meta::{Meta, default_meta};
 
 /// An N-dimensional array: a view of typed data in a [`MemoryBlock`].
 ///
 /// The leading dimensions are strided (their sizes and byte strides are
 /// the array's metadata); the element type below them is any fixed-size
-/// [`dtype::Type`]. Cloning, indexing, slicing, transposing and reshaping
+/// [`dtype::Type`], possibly with `var` dimensions (ragged rows) and
+/// variable-length strings, whose metadata entries hold their own block
+/// references. Leading fixed dimensions (`3 * int32`) become strided
+/// dimensions of the array. Cloning, indexing, slicing, transposing and reshaping
 /// make new views of the same block; the block lives while any view does.
 ///
 /// ```
@@ -38,8 +42,10 @@ pub struct Array {
     pub(crate) offset: usize,
     pub(crate) block: MemoryBlock,
     pub(crate) flags: AccessFlags,
-    /// The pool holding string bytes and `var` elements of the element type.
-    pub(crate) pool: Option<MemoryBlock>,
+    /// The element type's metadata, in the order of its
+    /// `metadata_layout()`: `var` dimensions, nested strided dimensions,
+    /// and the pools of strings and bytes.
+    pub(crate) meta: Vec<Meta>,
 }
 
 impl std::fmt::Debug for Array {
@@ -83,15 +89,38 @@ fn element_size(element: &Type) -> Result<usize> {
 
 impl Array {
     /// Checks that every element lies inside the block and builds the view.
+    /// Leading fixed dimensions of `element`, and strided dimensions whose
+    /// metadata leads `meta`, become dimensions of the array.
     pub(crate) fn build(
         block: MemoryBlock,
         offset: usize,
-        element: Type,
-        shape: Vec<usize>,
-        strides: Vec<isize>,
+        mut element: Type,
+        mut shape: Vec<usize>,
+        mut strides: Vec<isize>,
         flags: AccessFlags,
-        pool: Option<MemoryBlock>,
+        mut meta: Vec<Meta>,
     ) -> Result<Array> {
+        loop {
+            let (size, stride, inner) = match (element.kind(), meta.first()) {
+                (
+                    TypeKind::FixedDim {
+                        size,
+                        element: inner,
+                    },
+                    _,
+                ) => (*size, element_size(inner)? as isize, inner.clone()),
+                (TypeKind::StridedDim(inner), Some(Meta::Strided { size, stride })) => {
+                    let dim = (*size, *stride, inner.clone());
+                    meta.remove(0);
+                    dim
+                }
+                _ => break,
+            };
+            shape.push(size);
+            strides.push(stride);
+            element = inner;
+        }
+        debug_assert_eq!(meta.len(), element.metadata_layout().len());
         let elem = element_size(&element)?;
         let block_len = block.len();
         if !shape.contains(&0) {
@@ -126,7 +155,7 @@ impl Array {
             offset,
             block,
             flags,
-            pool,
+            meta,
         })
     }
 
@@ -141,24 +170,23 @@ impl Array {
     }
 
     /// A zero-filled array of `element` values and the given shape
-    /// (strings are empty, `var` dimensions have no elements).
+    /// (strings are empty, `var` dimensions have no elements). Every
+    /// `var` dimension and string of the element type gets its own pool.
     pub fn zeros(element: Type, shape: &[usize]) -> Result<Array> {
+        let mut meta = Vec::new();
+        default_meta(&element, &mut meta)?;
+        Array::alloc(element, shape, meta)
+    }
+
+    /// A zero-filled, C-contiguous array in a new block with the given
+    /// element metadata.
+    pub(crate) fn alloc(element: Type, shape: &[usize], meta: Vec<Meta>) -> Result<Array> {
         let elem = element_size(&element)?;
         let bytes = checked_numel(shape)?
             .checked_mul(elem)
             .ok_or_else(|| Error::Overflow(format!("shape {shape:?}")))?;
         let strides = c_strides(shape, elem)?;
         let block = MemoryBlock::zeroed(bytes)?;
-        let pool = element.has_blockref().then(MemoryBlock::pool);
-        if pool.is_some() {
-            // Empty strings and empty var elements are valid in an empty pool;
-            // a finalized empty pool lets `var` views be taken too.
-            if let Some(p) = &pool
-                && !matches!(element.kind(), TypeKind::String(_) | TypeKind::Bytes)
-            {
-                p.pool_finalize()?;
-            }
-        }
         Array::build(
             block,
             0,
@@ -166,7 +194,7 @@ impl Array {
             shape.to_vec(),
             strides,
             AccessFlags::READ_WRITE,
-            pool,
+            meta,
         )
     }
 
@@ -209,7 +237,7 @@ impl Array {
             shape.to_vec(),
             strides,
             Array::flags_for(block),
-            None,
+            Vec::new(),
         )
     }
 
@@ -217,7 +245,7 @@ impl Array {
     /// elements in C order (copied once).
     pub fn from_bytes(element: Type, shape: &[usize], bytes: Vec<u8>) -> Result<Array> {
         let a = Array::zeros(element.clone(), shape)?;
-        if a.pool.is_some() {
+        if !a.meta.is_empty() {
             return Err(Error::TypeMismatch(format!(
                 "{element} refers to other memory; raw bytes hold plain data only"
             )));
@@ -317,9 +345,10 @@ impl Array {
         &self.block
     }
 
-    /// The pool that holds the bytes of strings and `var` elements, if any.
+    /// The pool of the element type's first `var` dimension or string, if
+    /// any (each has its own: see [`Array::metadata_blocks`]).
     pub fn pool(&self) -> Option<&MemoryBlock> {
-        self.pool.as_ref()
+        self.meta.iter().find_map(Meta::block)
     }
 
     /// Byte offset of the first element within the block.
@@ -363,8 +392,9 @@ impl Array {
     }
 
     /// Makes this array's data immutable for good: succeeds only when no
-    /// other view or handle shares its memory block (and pool), so no one
-    /// can write it any more. Gives the array back unchanged on failure.
+    /// other view or handle shares its memory block, so no one can write
+    /// it any more; string pools only this array refers to are finalized.
+    /// Gives the array back unchanged on failure.
     pub fn into_immutable(self) -> std::result::Result<Array, Array> {
         if self.flags.is_immutable() {
             return Ok(self);
@@ -372,11 +402,10 @@ impl Array {
         if !self.block.freeze_unique(0) {
             return Err(self);
         }
-        if let Some(p) = &self.pool
-            && p.refcount() == 1
-            && !p.is_frozen()
-        {
-            let _ = p.pool_finalize();
+        for p in self.metadata_blocks() {
+            if p.refcount() == 1 && !p.is_frozen() {
+                let _ = p.pool_finalize();
+            }
         }
         let mut a = self;
         a.flags = AccessFlags::READ_IMMUTABLE;

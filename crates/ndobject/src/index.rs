@@ -2,8 +2,9 @@
 
 use dtype::TypeKind;
 
-use crate::array::{Array, c_strides, checked_numel};
+use crate::array::{Array, checked_numel};
 use crate::error::{Error, Result};
+use crate::reshape::reshape_strides;
 
 /// One index of a [`Array::view`]: an integer (removes the dimension) or
 /// a slice with a step (keeps it). Negative values count from the end,
@@ -62,8 +63,27 @@ impl From<std::ops::RangeFull> for Index {
     }
 }
 
+/// The error for more indices than an array has dimensions.
+pub(crate) fn too_many_indices(n: usize, a: &Array) -> Error {
+    Error::InvalidIndex(format!("{n} indices for an array of type {}", a.dtype()))
+}
+
+/// Checks integer index `i` (negative counts from the end) against a
+/// dimension of size `n`: the position it selects.
+pub(crate) fn checked_position(i: isize, dim: usize, n: usize) -> Result<usize> {
+    let j = if i < 0 { i + n as isize } else { i };
+    if j < 0 || j >= n as isize {
+        return Err(Error::IndexOutOfRange {
+            index: i,
+            dim,
+            size: n,
+        });
+    }
+    Ok(j as usize)
+}
+
 /// Resolves a slice against a dimension of size `n`: (first, count, step).
-fn resolve_slice(
+pub(crate) fn resolve_slice(
     start: Option<isize>,
     stop: Option<isize>,
     step: isize,
@@ -112,43 +132,59 @@ impl Array {
         self.view(&[Index::At(i)])
     }
 
-    /// A view selected by one [`Index`] per leading dimension (missing
-    /// trailing indices mean the whole dimension). On a 0-dimensional
-    /// array of a `var * T` element, the indices apply to the ragged
-    /// dimension, which becomes a strided dimension of the view.
+    /// A view selected by one [`Index`] per dimension (missing trailing
+    /// indices mean the whole dimension).
+    ///
+    /// Indices go on through `var` dimensions, DyND's way. A `var`
+    /// dimension that is *leading* (every dimension before it was removed
+    /// by an integer index) is dereferenced: the view points into the
+    /// pool holding that row, and the dimension becomes strided. A `var`
+    /// dimension below a kept dimension stays ragged: a slice is recorded
+    /// in its metadata and applied to every row when the row is reached,
+    /// and integers and slices of fixed dimensions below it adjust its
+    /// metadata's offset and become strided metadata. An integer index
+    /// into such a dimension is an error, because its result would not be
+    /// strided (index the rows one at a time instead).
+    ///
+    /// ```
+    /// use ndobject::{Array, Error, Index};
+    /// let a = Array::from_ragged(&[vec![1i32, 2, 3], vec![4]])?;   // strided * var * int32
+    /// assert_eq!(a.index(0)?.dtype().to_string(), "var * int32");
+    /// assert_eq!(a.view(&[0.into(), 2.into()])?.get::<i32>(&[])?, 3);
+    /// assert!(matches!(a.view(&[1.into(), 2.into()]), Err(Error::IndexOutOfRange { .. })));
+    /// let tails = a.view(&[Index::all(), Index::slice(Some(1), None, 1)])?;
+    /// assert_eq!(tails.dtype().to_string(), "strided * var * int32");
+    /// assert_eq!(tails.index(0)?.var_elements()?.to_vec::<i32>()?, [2, 3]);
+    /// assert_eq!(tails.index(1)?.var_elements()?.len(), 0);
+    /// # Ok::<(), ndobject::Error>(())
+    /// ```
     pub fn view(&self, indices: &[Index]) -> Result<Array> {
-        if indices.len() > self.shape.len() {
-            if self.shape.is_empty() && matches!(self.element.kind(), TypeKind::VarDim(_)) {
-                return self.var_elements()?.view(indices);
+        let k = indices.len().min(self.shape.len());
+        let mut a = self.strided_view(&indices[..k])?;
+        let mut rest = &indices[k..];
+        while !rest.is_empty() {
+            if !a.shape.is_empty() {
+                return a.nested_view(rest, indices.len());
             }
-            // Consume the strided dimensions first, then continue into a var element.
-            let (head, tail) = indices.split_at(self.shape.len());
-            let inner = self.view(head)?;
-            if inner.shape.is_empty() && matches!(inner.element.kind(), TypeKind::VarDim(_)) {
-                return inner.var_elements()?.view(tail);
+            if !matches!(a.element.kind(), TypeKind::VarDim(_)) {
+                return Err(too_many_indices(indices.len(), self));
             }
-            return Err(Error::InvalidIndex(format!(
-                "{} indices for {} dimensions",
-                indices.len(),
-                self.shape.len()
-            )));
+            a = a.var_elements()?;
+            let k = rest.len().min(a.shape.len());
+            a = a.strided_view(&rest[..k])?;
+            rest = &rest[k..];
         }
+        Ok(a)
+    }
+
+    /// Applies at most one index per strided dimension.
+    fn strided_view(&self, indices: &[Index]) -> Result<Array> {
         let mut shape = Vec::with_capacity(self.shape.len());
         let mut strides = Vec::with_capacity(self.shape.len());
         let mut offset = self.offset as isize;
         for (dim, (n, s)) in self.shape.iter().zip(&self.strides).enumerate() {
             match indices.get(dim).copied().unwrap_or(Index::all()) {
-                Index::At(i) => {
-                    let j = if i < 0 { i + *n as isize } else { i };
-                    if j < 0 || j >= *n as isize {
-                        return Err(Error::IndexOutOfRange {
-                            index: i,
-                            dim,
-                            size: *n,
-                        });
-                    }
-                    offset += j * s;
-                }
+                Index::At(i) => offset += checked_position(i, dim, *n)? as isize * s,
                 Index::Slice { start, stop, step } => {
                     let (first, count, step) = resolve_slice(start, stop, step, *n)?;
                     offset += first as isize * s;
@@ -164,56 +200,7 @@ impl Array {
             shape,
             strides,
             self.flags,
-            self.pool.clone(),
-        )
-    }
-
-    /// The elements of a 0-dimensional `var * T` array as a 1-dimensional
-    /// view of `T` into the (finalized) pool that holds them.
-    pub fn var_elements(&self) -> Result<Array> {
-        let TypeKind::VarDim(inner) = self.element.kind() else {
-            return Err(Error::TypeMismatch(format!(
-                "{} is not a var dimension",
-                self.element
-            )));
-        };
-        if !self.shape.is_empty() {
-            return Err(Error::InvalidIndex(
-                "var_elements needs a 0-dimensional array".into(),
-            ));
-        }
-        let pool = self
-            .pool
-            .clone()
-            .ok_or(Error::Pool("missing for a var element"))?;
-        let mut pair = [0u8; 16];
-        self.with_read(|base| {
-            // SAFETY: a `var` element is 16 bytes at `offset`, inside the
-            // block (checked when the view was built).
-            unsafe {
-                std::ptr::copy_nonoverlapping(base.as_ptr().add(self.offset), pair.as_mut_ptr(), 16)
-            }
-        })?;
-        let start = u64::from_ne_bytes(pair[..8].try_into().unwrap_or_default());
-        let count = u64::from_ne_bytes(pair[8..].try_into().unwrap_or_default());
-        let elem = inner.data_size().unwrap_or(0);
-        let bad = || Error::OutOfBlock {
-            offset: start as usize,
-            len: count as usize,
-            block_len: pool.len(),
-        };
-        let start = usize::try_from(start).map_err(|_| bad())?;
-        let count = usize::try_from(count).map_err(|_| bad())?;
-        let strides = c_strides(&[count], elem)?;
-        let nested = inner.has_blockref().then(|| pool.clone());
-        Array::build(
-            pool.clone(),
-            start,
-            inner.clone(),
-            vec![count],
-            strides,
-            self.flags.without_write(),
-            nested,
+            self.meta.clone(),
         )
     }
 
@@ -245,9 +232,25 @@ impl Array {
         Ok(a)
     }
 
-    /// A view with another shape of the same number of elements, when the
-    /// array is C-contiguous; otherwise an error (copy with
-    /// [`Array::to_contiguous`] first).
+    /// A view with another shape of the same number of elements, without
+    /// copying, when the layout allows it (numpy's rule): dimensions merged
+    /// or split must be contiguous relative to each other, so a transposed
+    /// or step-sliced array can be reshaped where its dimensions are not
+    /// mixed. Otherwise an [`Error::Reshape`]: copy with
+    /// [`Array::to_contiguous`] first.
+    ///
+    /// ```
+    /// use ndobject::{Array, Index};
+    /// let a = Array::from_slice(&(0..24).collect::<Vec<i32>>(), &[2, 3, 4])?;
+    /// let t = a.permute(&[1, 2, 0])?;                  // shape [3, 4, 2]
+    /// let r = t.reshape(&[12, 2])?;                    // merges the first two
+    /// assert!(r.block().ptr_eq(a.block()));
+    /// assert_eq!(r.to_vec::<i32>()?, t.to_vec::<i32>()?);
+    /// assert!(t.reshape(&[24]).is_err());              // would mix all three
+    /// let every_other = a.view(&[Index::all(), Index::all(), Index::slice(None, None, 2)])?;
+    /// assert_eq!(every_other.reshape(&[6, 2])?.strides(), [16, 8]);
+    /// # Ok::<(), ndobject::Error>(())
+    /// ```
     pub fn reshape(&self, shape: &[usize]) -> Result<Array> {
         let numel = checked_numel(shape)?;
         let err = |reason| Error::Reshape {
@@ -258,10 +261,10 @@ impl Array {
         if numel != self.len() {
             return Err(err("the number of elements differs"));
         }
-        if !self.is_c_contiguous() {
-            return Err(err("the layout is not C-contiguous; copy first"));
-        }
-        let strides = c_strides(shape, self.elem_size())?;
+        let strides = reshape_strides(&self.shape, &self.strides, shape, self.elem_size())?
+            .ok_or_else(|| {
+                err("the layout mixes dimensions that are not contiguous relative to each other; copy with to_contiguous() first")
+            })?;
         Array::build(
             self.block.clone(),
             self.offset,
@@ -269,7 +272,7 @@ impl Array {
             shape.to_vec(),
             strides,
             self.flags,
-            self.pool.clone(),
+            self.meta.clone(),
         )
     }
 }

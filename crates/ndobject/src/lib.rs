@@ -2,10 +2,11 @@
 //!
 //! The array layer, on top of [`dtype`]. An [`Array`] is DyND's ndobject
 //! in Rust: a **type** (strided dimensions over an element
-//! [`dtype::Type`]), **metadata** (size and byte stride per dimension, the
-//! pool block that holds string bytes and `var` elements), a **data
-//! offset** into a **[`MemoryBlock`]** that owns the bytes, and
-//! **[`AccessFlags`]** (read, write, immutable).
+//! [`dtype::Type`]), **metadata** (size and byte stride per dimension;
+//! for each `var` dimension its block, stride, offset and row slices; for
+//! each variable-length string its pool), a **data offset** into a
+//! **[`MemoryBlock`]** that owns the bytes, and **[`AccessFlags`]** (read,
+//! write, immutable).
 //!
 //! Indexing, slicing (steps, negative steps), transposition and reshaping
 //! are O(1) views that share the block; a view keeps the block alive after
@@ -43,9 +44,17 @@
 //!   other (reading into a buffer first), never both at once, so they
 //!   cannot deadlock.
 //! * [`Array::as_slice`] hands out `&[T]` only for memory no one can write:
-//!   a read-only external block, or a block frozen by
-//!   [`Array::into_immutable`], which succeeds only while that array is the
-//!   block's sole reference. There is no `&mut [T]` API.
+//!   a read-only external block, a block frozen by
+//!   [`Array::into_immutable`] (which succeeds only while that array is the
+//!   block's sole reference), or a finalized pool. There is no
+//!   `&mut [T]` API. For `bool`, every byte is checked to be 0 or 1 first.
+//! * With the `ndarray` feature, `as_ndarray` lends an `ArrayView` under
+//!   the same condition as `as_slice`; `with_ndarray` and
+//!   `with_ndarray_mut` lend a view (a mutable one only over elements that
+//!   do not overlap) to a closure while holding the block's read or write
+//!   guard, and the view cannot outlive the closure. A closure that
+//!   touches another array of the same block from the same thread blocks
+//!   or panics on the lock instead of racing.
 //! * Unaligned data is never read as `&T`: its element type is
 //!   `unaligned[T]`, and elements are copied byte-wise; non-native byte
 //!   order is swapped on the copy.
@@ -54,6 +63,17 @@
 //! Rust's model can see: the locks order this process's accesses only.
 //! Layers above coordinate writers across processes (`fastio` makes inputs
 //! read-only to consumers).
+//!
+//! ## Ragged (`var`) dimensions
+//!
+//! Each `var` element is an `(offset, count)` pair into its dimension's
+//! pool. Indexing follows DyND: a leading `var` dimension (all dimensions
+//! before it removed by integers) is dereferenced into a strided view of
+//! the pool; below a kept dimension, a slice of a `var` dimension is kept
+//! in its metadata and applied to every row when the row is reached, and
+//! indices into fixed dimensions below it move its metadata's offset. An
+//! integer index into a `var` dimension below a kept dimension is an
+//! error (the result would not be strided). See [`Array::view`].
 //!
 //! ## Access flags
 //!
@@ -72,8 +92,13 @@ mod element;
 mod error;
 mod flags;
 mod index;
+mod meta;
+#[cfg(feature = "ndarray")]
+mod ndarray_interop;
 mod repr;
+mod reshape;
 mod strings;
+mod var;
 
 pub use array::Array;
 pub use assign::{AssignErrorMode, convert};
@@ -85,6 +110,9 @@ pub use index::Index;
 pub use strings::{decode, encode};
 
 pub use half::{bf16, f16};
+/// The `ndarray` crate this crate converts to and from (feature `ndarray`).
+#[cfg(feature = "ndarray")]
+pub use ndarray;
 
 #[cfg(test)]
 mod tests;

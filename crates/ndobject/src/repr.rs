@@ -6,6 +6,7 @@ use dtype::MetadataKind;
 
 use crate::array::Array;
 use crate::block::BlockKind;
+use crate::meta::Meta;
 
 impl Array {
     /// A multi-line description of the array: its address and reference
@@ -37,35 +38,36 @@ impl Array {
         if !md.is_empty() {
             let _ = writeln!(s, "  dtype-specific metadata:");
         }
-        let mut dim = 0;
+        let nd = self.shape.len();
         for (depth, entry) in md.iter().enumerate() {
             let pad = " ".repeat(3 + depth);
             let _ = writeln!(s, "{pad}{} metadata ({})", entry.kind.name(), entry.path);
-            match entry.kind {
-                MetadataKind::StridedDim if dim < self.shape.len() => {
-                    let _ = writeln!(s, "{pad} stride: {}", self.strides[dim]);
-                    let _ = writeln!(s, "{pad} size: {}", self.shape[dim]);
-                    dim += 1;
-                }
-                MetadataKind::VarDim => {
-                    let size = self
-                        .element
-                        .dim_element()
-                        .and_then(|t| t.data_size())
-                        .unwrap_or(0);
-                    let _ = writeln!(s, "{pad} stride: {size}");
-                    let _ = writeln!(s, "{pad} offset: 0");
-                    if let Some(p) = &self.pool {
-                        s.push_str(&p.debug_repr(pad.len() + 1));
+            let (stride, size) = match (depth.checked_sub(nd), entry.kind) {
+                (None, _) => (self.strides[depth], self.shape[depth]),
+                (Some(k), MetadataKind::StridedDim) => match self.meta.get(k) {
+                    Some(Meta::Strided { size, stride }) => (*stride, *size),
+                    _ => continue,
+                },
+                (Some(k), _) => {
+                    match self.meta.get(k) {
+                        Some(Meta::Var(v)) => {
+                            let _ = writeln!(s, "{pad} stride: {}", v.stride);
+                            let _ = writeln!(s, "{pad} offset: {}", v.offset);
+                            if !v.slices.is_empty() {
+                                let slices: Vec<String> =
+                                    v.slices.iter().map(ToString::to_string).collect();
+                                let _ = writeln!(s, "{pad} row slices: [{}]", slices.join(", "));
+                            }
+                            s.push_str(&v.block.debug_repr(pad.len() + 1));
+                        }
+                        Some(Meta::Blockref(b)) => s.push_str(&b.debug_repr(pad.len() + 1)),
+                        _ => {}
                     }
+                    continue;
                 }
-                MetadataKind::String | MetadataKind::Bytes => {
-                    if let Some(p) = &self.pool {
-                        s.push_str(&p.debug_repr(pad.len() + 1));
-                    }
-                }
-                MetadataKind::StridedDim => {}
-            }
+            };
+            let _ = writeln!(s, "{pad} stride: {stride}");
+            let _ = writeln!(s, "{pad} size: {size}");
         }
         let _ = writeln!(s, " data:");
         let _ = writeln!(s, "   pointer: {:016x}", self.data_address());

@@ -6,6 +6,7 @@ use dtype::{StringEncoding, Type, TypeKind};
 use crate::array::Array;
 use crate::block::MemoryBlock;
 use crate::error::{Error, Result};
+use crate::meta::Meta;
 
 /// Encodes `text` in `encoding` (native byte order for 16/32-bit units).
 pub fn encode(text: &str, encoding: StringEncoding) -> Result<Vec<u8>> {
@@ -118,6 +119,14 @@ impl Array {
         self.string_at(off)
     }
 
+    /// The pool of a variable-length string element.
+    fn string_pool(&self) -> Result<&MemoryBlock> {
+        match self.meta.first() {
+            Some(Meta::Blockref(pool)) => Ok(pool),
+            _ => Err(Error::Pool("missing for a string array")),
+        }
+    }
+
     fn string_at(&self, off: usize) -> Result<String> {
         let (encoding, fixed) = string_encoding(&self.element)
             .ok_or_else(|| Error::TypeMismatch(format!("{} is not a string type", self.element)))?;
@@ -140,11 +149,7 @@ impl Array {
             None => {
                 let start = u64::from_ne_bytes(raw[..8].try_into().unwrap_or_default());
                 let len = u64::from_ne_bytes(raw[8..16].try_into().unwrap_or_default());
-                let pool = self
-                    .pool
-                    .as_ref()
-                    .ok_or(Error::Pool("missing for a string array"))?;
-                pool.read_bytes(start, len)?
+                self.string_pool()?.read_bytes(start, len)?
             }
         };
         decode(&bytes, encoding)
@@ -179,11 +184,9 @@ impl Array {
                 if !self.flags.is_writable() || self.flags.is_immutable() {
                     return Err(Error::NotWritable("the array is read-only"));
                 }
-                let pool = self
-                    .pool
-                    .as_ref()
-                    .ok_or(Error::Pool("missing for a string array"))?;
-                let start = pool.pool_append(&bytes, encoding.unit_size())?;
+                let start = self
+                    .string_pool()?
+                    .pool_append(&bytes, encoding.unit_size())?;
                 let mut e = start.to_ne_bytes().to_vec();
                 e.extend_from_slice(&(bytes.len() as u64).to_ne_bytes());
                 e
@@ -226,49 +229,5 @@ impl Array {
             self.store_string(off, &text)?;
         }
         Ok(())
-    }
-
-    /// A 1-dimensional array of ragged rows: element type `var * T`, the
-    /// values held in a finalized pool.
-    ///
-    /// ```
-    /// use ndobject::Array;
-    /// let a = Array::from_ragged(&[vec![1i16, 2, 3], vec![], vec![4]])?;
-    /// assert_eq!(a.dtype().to_string(), "strided * var * int16");
-    /// assert_eq!(a.index(0)?.var_elements()?.to_vec::<i16>()?, [1, 2, 3]);
-    /// assert_eq!(a.view(&[2.into(), 0.into()])?.get::<i16>(&[])?, 4);
-    /// # Ok::<(), ndobject::Error>(())
-    /// ```
-    pub fn from_ragged<T: crate::Element>(rows: &[Vec<T>]) -> Result<Array> {
-        let inner = Type::primitive(T::PRIMITIVE);
-        let pool = MemoryBlock::pool();
-        let size = T::PRIMITIVE.size();
-        let mut pairs = Vec::with_capacity(rows.len() * 16);
-        for row in rows {
-            let mut bytes = vec![0u8; row.len() * size];
-            let st = crate::element::Storage::of(&inner)
-                .ok_or_else(|| Error::TypeMismatch(format!("{inner} is not primitive")))?;
-            for (chunk, v) in bytes.chunks_exact_mut(size).zip(row) {
-                st.encode(v.to_scalar(), chunk);
-            }
-            let start = pool.pool_append(&bytes, T::PRIMITIVE.alignment())?;
-            pairs.extend_from_slice(&start.to_ne_bytes());
-            pairs.extend_from_slice(&(row.len() as u64).to_ne_bytes());
-        }
-        pool.pool_finalize()?;
-        let mut a = Array::zeros(Type::var_dim(inner.clone()), &[rows.len()])?;
-        a.pool = Some(pool);
-        a.with_write(|base| {
-            // SAFETY: the array is C-contiguous over `rows.len()` 16-byte
-            // elements, exactly `pairs.len()` bytes; we hold the write guard.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    pairs.as_ptr(),
-                    base.as_ptr().add(a.offset),
-                    pairs.len(),
-                )
-            }
-        })?;
-        Ok(a)
     }
 }

@@ -1,7 +1,10 @@
 //! Property tests against a plain reference model: a `Vec` plus index
 //! arithmetic for views, and Rust's `as` for casts.
 
-use ndobject::{Array, AssignErrorMode, Index};
+mod common;
+
+use common::{index, py_at, py_slice};
+use ndobject::{Array, AssignErrorMode, Error, Index};
 use proptest::prelude::*;
 
 /// The model of a view: element offset, shape, element strides over `data`.
@@ -37,34 +40,11 @@ impl Model {
         };
         for (d, (&n, &s)) in self.shape.iter().zip(&self.strides).enumerate() {
             match idx.get(d).copied().unwrap_or(Index::all()) {
-                Index::At(i) => {
-                    let j = if i < 0 { i + n as isize } else { i };
-                    if j < 0 || j >= n as isize {
-                        return None;
-                    }
-                    m.offset += j * s;
-                }
+                Index::At(i) => m.offset += py_at(n, i)? as isize * s,
                 Index::Slice { start, stop, step } => {
-                    // Enumerate the positions a Python slice selects.
-                    let n = n as isize;
-                    let norm = |v: isize| if v < 0 { v + n } else { v };
-                    let positions: Vec<isize> = if step > 0 {
-                        let a = start.map_or(0, |v| norm(v).clamp(0, n));
-                        let b = stop.map_or(n, |v| norm(v).clamp(0, n));
-                        (a..b).step_by(step as usize).collect()
-                    } else {
-                        let a = start.map_or(n - 1, |v| norm(v).clamp(-1, n - 1));
-                        let b = stop.map_or(-1, |v| norm(v).clamp(-1, n - 1));
-                        let mut p = vec![];
-                        let mut x = a;
-                        while x > b {
-                            p.push(x);
-                            x += step;
-                        }
-                        p
-                    };
+                    let positions = py_slice(n, start, stop, step);
                     if let Some(first) = positions.first() {
-                        m.offset += first * s;
+                        m.offset += *first as isize * s;
                     }
                     m.shape.push(positions.len());
                     m.strides.push(s * step);
@@ -75,16 +55,67 @@ impl Model {
     }
 }
 
-fn index() -> impl Strategy<Value = Index> {
-    prop_oneof![
-        (-6isize..6).prop_map(Index::At),
-        (
-            proptest::option::of(-7isize..7),
-            proptest::option::of(-7isize..7),
-            prop_oneof![1isize..4, -3isize..0]
-        )
-            .prop_map(|(a, b, s)| Index::slice(a, b, s)),
-    ]
+impl Model {
+    /// Element offsets in C order.
+    fn offsets(&self) -> Vec<isize> {
+        let n: usize = self.shape.iter().product();
+        (0..n)
+            .map(|flat| {
+                let mut rem = flat;
+                let mut off = self.offset;
+                for d in (0..self.shape.len()).rev() {
+                    off += (rem % self.shape[d]) as isize * self.strides[d];
+                    rem /= self.shape[d];
+                }
+                off
+            })
+            .collect()
+    }
+
+    /// Whether some strides give `shape` exactly these offsets in C order
+    /// (by brute force: each dimension's stride is the step to the next
+    /// position along it; then every element is checked).
+    fn reshapable(&self, shape: &[usize]) -> bool {
+        let offs = self.offsets();
+        if offs.is_empty() {
+            return true;
+        }
+        let mut strides = vec![0isize; shape.len()];
+        let mut inner = 1;
+        for d in (0..shape.len()).rev() {
+            if shape[d] > 1 {
+                strides[d] = offs[inner] - offs[0];
+            }
+            inner *= shape[d];
+        }
+        Model {
+            offset: offs[0],
+            shape: shape.to_vec(),
+            strides,
+        }
+        .offsets()
+            == offs
+    }
+}
+
+/// A random shape with `n` elements: divisors of `n` picked by `picks`,
+/// with dimensions of size 1 inserted.
+fn factor(n: usize, picks: &[(usize, bool)]) -> Vec<usize> {
+    let mut rest = n;
+    let mut shape = vec![];
+    for (pick, one) in picks {
+        if *one {
+            shape.push(1);
+            continue;
+        }
+        let divisors: Vec<usize> = (2..=rest).filter(|d| rest.is_multiple_of(*d)).collect();
+        if let Some(d) = divisors.get(pick % divisors.len().max(1)) {
+            shape.push(*d);
+            rest /= d;
+        }
+    }
+    shape.push(rest);
+    shape
 }
 
 fn shape() -> impl Strategy<Value = Vec<usize>> {
@@ -133,6 +164,52 @@ proptest! {
         // Every view shares the block; dropping them returns the count to 1.
         drop((view, c));
         prop_assert_eq!(a.block().refcount(), 1);
+    }
+
+    #[test]
+    fn reshape_views_exactly_when_strides_exist(
+        shape in proptest::collection::vec(1usize..5, 1..4),
+        idx in proptest::collection::vec(index(), 0..4),
+        order_seed in any::<u64>(),
+        picks in proptest::collection::vec((any::<usize>(), any::<bool>()), 0..4),
+    ) {
+        let n: usize = shape.iter().product();
+        let data: Vec<i32> = (0..n as i32).collect();
+        let a = Array::from_slice(&data, &shape).unwrap();
+        // A random permutation, then a random view.
+        let mut order: Vec<usize> = (0..shape.len()).collect();
+        let mut seed = order_seed;
+        for i in (1..order.len()).rev() {
+            order.swap(i, (seed % (i as u64 + 1)) as usize);
+            seed /= i as u64 + 1;
+        }
+        let p = a.permute(&order).unwrap();
+        let model = Model {
+            offset: 0,
+            shape: order.iter().map(|d| shape[*d]).collect(),
+            strides: order.iter().map(|d| a.strides()[*d] / 4).collect(),
+        };
+        let idx: Vec<Index> = idx.into_iter().take(model.shape.len()).collect();
+        let (Some(model), Ok(view)) = (model.apply(&idx), p.view(&idx)) else {
+            return Ok(());
+        };
+        let new_shape = factor(view.len(), &picks);
+        let got = view.reshape(&new_shape);
+        prop_assert_eq!(got.is_ok(), model.reshapable(&new_shape), "{:?} {:?} -> {:?}", view.shape(), view.strides(), new_shape);
+        match got {
+            Ok(r) => {
+                prop_assert!(r.block().ptr_eq(a.block()));
+                prop_assert_eq!(r.shape(), &new_shape[..]);
+                prop_assert_eq!(r.to_vec::<i32>().unwrap(), model.values(&data));
+            }
+            Err(e) => {
+                prop_assert!(matches!(e, Error::Reshape { .. }), "{:?}", e);
+                // The error says what to do, and doing it works.
+                prop_assert!(e.to_string().contains("to_contiguous()"));
+                let c = view.to_contiguous().reshape(&new_shape).unwrap();
+                prop_assert_eq!(c.to_vec::<i32>().unwrap(), model.values(&data));
+            }
+        }
     }
 
     #[test]

@@ -36,7 +36,9 @@ use crate::npy::{NpyFile, write_npy};
 use crate::profile::Profile;
 use crate::read::ReadOptions;
 use crate::tensor::ParamDict;
-use crate::write::{Entry, TensorSource, WriteOptions, atomic_write, write_params_to_path};
+use crate::write::{
+    Entry, TensorSource, WriteOptions, atomic_write, encoded_len, write_params_to_path,
+};
 
 /// Longest file-name stem before export falls back to a numbered name.
 pub const MAX_STEM_LEN: usize = 200;
@@ -125,15 +127,8 @@ pub fn parse_pack_arg(arg: &str) -> Result<(String, PathBuf), String> {
     }
 }
 
-/// Packs `.npy` files into a params file at `out` (atomically), in the
-/// order given, streaming each array from its file. Returns the bytes
-/// written; `progress` receives the cumulative bytes of the output.
-pub fn pack_npy(
-    out: impl AsRef<Path>,
-    inputs: &[(String, PathBuf)],
-    opts: &WriteOptions,
-    progress: &mut dyn FnMut(u64),
-) -> Result<u64, Error> {
+/// Opens the headers of `pack` inputs; a name given twice is an error.
+fn open_pack_inputs(inputs: &[(String, PathBuf)]) -> Result<Vec<NpyFile>, Error> {
     let mut seen = HashSet::new();
     let mut files = Vec::with_capacity(inputs.len());
     for (name, path) in inputs {
@@ -145,12 +140,35 @@ pub fn pack_npy(
         }
         files.push(NpyFile::open(path)?);
     }
-    let entries: Vec<Entry<'_>> = inputs
+    Ok(files)
+}
+
+fn pack_entries<'a>(inputs: &'a [(String, PathBuf)], files: &'a [NpyFile]) -> Vec<Entry<'a>> {
+    inputs
         .iter()
-        .zip(&files)
+        .zip(files)
         .map(|((name, _), f)| (name.as_bytes(), f as &dyn TensorSource))
-        .collect();
-    write_params_to_path(out, &entries, opts, progress)
+        .collect()
+}
+
+/// The size in bytes of the file [`pack_npy`] would write for `inputs`
+/// (reads only the `.npy` headers; the total for a progress bar).
+pub fn pack_len(inputs: &[(String, PathBuf)], opts: &WriteOptions) -> Result<u64, Error> {
+    let files = open_pack_inputs(inputs)?;
+    encoded_len(&pack_entries(inputs, &files), opts)
+}
+
+/// Packs `.npy` files into a params file at `out` (atomically), in the
+/// order given, streaming each array from its file. Returns the bytes
+/// written; `progress` receives the cumulative bytes of the output.
+pub fn pack_npy(
+    out: impl AsRef<Path>,
+    inputs: &[(String, PathBuf)],
+    opts: &WriteOptions,
+    progress: &mut dyn FnMut(u64),
+) -> Result<u64, Error> {
+    let files = open_pack_inputs(inputs)?;
+    write_params_to_path(out, &pack_entries(inputs, &files), opts, progress)
 }
 
 /// What [`verify`] found in a valid file.

@@ -127,14 +127,23 @@ fn export_then_pack_gives_the_same_file() {
         .map(|f| (f.name.clone(), out.join(&f.file)))
         .collect();
     let packed = dir.join("packed.params");
-    tools::pack_npy(&packed, &inputs, &WriteOptions::default(), &mut |_| {}).unwrap();
+    let planned = tools::pack_len(&inputs, &WriteOptions::default()).unwrap();
+    let mut last = 0;
+    let written = tools::pack_npy(&packed, &inputs, &WriteOptions::default(), &mut |b| {
+        last = b
+    })
+    .unwrap();
     assert_eq!(fs::read(&packed).unwrap(), fs::read(&src).unwrap());
+    assert_eq!(planned, written);
+    assert_eq!(last, written);
+    assert_eq!(written, fs::metadata(&src).unwrap().len());
     let report = tools::verify(&packed, Profile::Tvm).unwrap();
     assert_eq!(report.tensors, d.len());
     let cvm = tools::verify(&packed, Profile::Cvm).unwrap_err();
     assert!(cvm.to_string().contains("not loadable by CVM"), "{cvm}");
     // Duplicate names in pack are refused.
     let twice = vec![inputs[0].clone(), inputs[0].clone()];
+    assert!(tools::pack_len(&twice, &WriteOptions::default()).is_err());
     assert!(
         tools::pack_npy(
             dir.join("t.params"),

@@ -521,6 +521,54 @@ impl Segment {
         Ok(unsafe { &*(self.shared.base().add(off) as *const T) })
     }
 
+    /// `count` consecutive atomic 64-bit words at `offset` in the data
+    /// region, after checking bounds and 8-byte alignment. This is how a
+    /// layer above lays out its own control tables in a segment without
+    /// any `unsafe` of its own. Requires a read-write mapping.
+    pub fn words(&self, offset: Offset, count: usize) -> Result<&[StdU64]> {
+        if self.shared.access != Access::ReadWrite {
+            return Err(Error::ReadOnly);
+        }
+        let len = (count as u64)
+            .checked_mul(8)
+            .ok_or(Error::InvalidSize("word count overflows"))?;
+        let off = check_range(offset, len, 8, self.shared.info.data_offset, self.len())?;
+        // SAFETY: `off..off + 8 * count` is inside the accessible part of the
+        // mapping (checked above; the mapping never moves and lives as long
+        // as `self.shared`, which `&self` borrows), the address is 8-aligned
+        // (page-aligned base, checked offset), and `AtomicU64` is valid for
+        // every bit pattern and only mutated atomically, so shared
+        // references from many processes are sound.
+        Ok(unsafe {
+            std::slice::from_raw_parts(self.shared.base().add(off) as *const StdU64, count)
+        })
+    }
+
+    /// Gives `[offset, offset + len)` of the data region backing store now
+    /// (`fallocate`), so that touching it later cannot raise `SIGBUS` when
+    /// `/dev/shm` is full: exhaustion is reported here instead.
+    pub fn commit_range(&self, offset: Offset, len: u64) -> Result<()> {
+        self.check_writable_range(offset, len)?;
+        sys::fallocate_range(self.shared.fd.as_fd(), offset.get(), len)
+            .map_err(Error::sys("fallocate"))
+    }
+
+    /// Returns the backing store of `[offset, offset + len)` to the system
+    /// (hole punching). Mappings stay valid; the range reads as zeros
+    /// afterwards, in every process.
+    pub fn discard_range(&self, offset: Offset, len: u64) -> Result<()> {
+        self.check_writable_range(offset, len)?;
+        sys::punch_hole(self.shared.fd.as_fd(), offset.get(), len)
+            .map_err(Error::sys("fallocate(PUNCH_HOLE)"))
+    }
+
+    fn check_writable_range(&self, offset: Offset, len: u64) -> Result<()> {
+        if self.shared.access != Access::ReadWrite {
+            return Err(Error::ReadOnly);
+        }
+        check_range(offset, len, 1, self.shared.info.data_offset, self.len()).map(drop)
+    }
+
     /// A pointer to `len` bytes at `offset` in the data region, after a
     /// bounds check. Dereferencing it is up to the caller.
     pub fn ptr(&self, offset: Offset, len: u64) -> Result<NonNull<u8>> {

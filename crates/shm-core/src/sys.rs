@@ -119,6 +119,21 @@ pub(crate) fn fallocate(fd: BorrowedFd<'_>, len: u64) -> io::Result<()> {
     rustix::fs::fallocate(fd, rustix::fs::FallocateFlags::empty(), 0, len).map_err(io_err)
 }
 
+/// Allocates backing store for `[offset, offset + len)` without changing
+/// the object's size.
+pub(crate) fn fallocate_range(fd: BorrowedFd<'_>, offset: u64, len: u64) -> io::Result<()> {
+    use rustix::fs::FallocateFlags;
+    rustix::fs::fallocate(fd, FallocateFlags::KEEP_SIZE, offset, len).map_err(io_err)
+}
+
+/// Frees the backing store of `[offset, offset + len)`; the range reads as
+/// zeros afterwards and the object keeps its size.
+pub(crate) fn punch_hole(fd: BorrowedFd<'_>, offset: u64, len: u64) -> io::Result<()> {
+    use rustix::fs::FallocateFlags;
+    let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+    rustix::fs::fallocate(fd, flags, offset, len).map_err(io_err)
+}
+
 /// Reads exactly `buf.len()` bytes at `offset` (short object = error).
 pub(crate) fn pread_exact(fd: BorrowedFd<'_>, buf: &mut [u8], offset: u64) -> io::Result<()> {
     let mut done = 0;

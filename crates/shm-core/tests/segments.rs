@@ -141,6 +141,46 @@ fn offsets_are_bounds_checked() {
 }
 
 #[test]
+fn words_commit_and_discard_ranges() {
+    let seg = Segment::create(&opts().allocate(false)).unwrap();
+    let d = seg.data_offset().get();
+    let words = seg.words(Offset(d), 1024).unwrap();
+    words[0].store(5, Ordering::Relaxed);
+    words[1023].store(7, Ordering::Relaxed);
+    assert_eq!(
+        seg.words(Offset(d), 1024).unwrap()[1023].load(Ordering::Relaxed),
+        7
+    );
+    assert!(seg.words(Offset(d + 4), 1).is_err(), "misaligned");
+    assert!(seg.words(Offset(d), 1025).is_err(), "past the end");
+    assert!(seg.words(Offset(d), usize::MAX).is_err(), "overflow");
+    // Committing and discarding pages: discarded memory reads as zeros.
+    seg.commit_range(Offset(d + 4096), 4096).unwrap();
+    seg.write_bytes(Offset(d + 4096), &[9; 16]).unwrap();
+    seg.discard_range(Offset(d + 4096), 4096).unwrap();
+    let mut back = [1u8; 16];
+    seg.read_bytes(Offset(d + 4096), &mut back).unwrap();
+    assert_eq!(back, [0; 16]);
+    assert_eq!(words[0].load(Ordering::Relaxed), 5, "other pages untouched");
+    assert_eq!(
+        words[1023].load(Ordering::Relaxed),
+        0,
+        "in the discarded page"
+    );
+    assert!(seg.commit_range(Offset(d + 4096), 8192).is_err());
+    assert!(
+        seg.discard_range(Offset(0), 4096).is_err(),
+        "header is off limits"
+    );
+    let ro = Segment::open_read_only(seg.name().unwrap()).unwrap();
+    assert!(matches!(ro.words(Offset(d), 1), Err(Error::ReadOnly)));
+    assert!(matches!(
+        ro.discard_range(Offset(d), 4096),
+        Err(Error::ReadOnly)
+    ));
+}
+
+#[test]
 #[cfg_attr(miri, ignore = "needs real syscalls")]
 fn grow_is_seen_after_refresh() {
     let seg = Segment::create(&opts().max_data_len(1 << 20)).unwrap();

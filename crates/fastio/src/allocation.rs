@@ -1,0 +1,188 @@
+//! Local references to shared memory: [`Allocation`].
+
+use std::sync::Arc;
+
+use dtype::{Primitive, Type};
+
+use crate::context::Shared;
+use crate::error::{Error, Result};
+use crate::layout::{MAX_DIMS, MAX_TYPE_LEN};
+use crate::names::Meta;
+use crate::table::AllocId;
+
+/// A local reference to a block of context memory, with this process's
+/// own copy of its metadata (element type and dimensions).
+///
+/// The memory lives while any reference in any process lives, or while it
+/// is published and not freed. Dropping an `Allocation` is
+/// [`release`](Allocation::release) (errors ignored).
+pub struct Allocation {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) id: AllocId,
+    size: u64,
+    element: Type,
+    dims: Vec<u64>,
+    held: bool,
+}
+
+impl std::fmt::Debug for Allocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Allocation")
+            .field("record", &self.id.idx)
+            .field("size", &self.size)
+            .field("element_type", &self.element.to_string())
+            .field("dimensions", &self.dims)
+            .finish()
+    }
+}
+
+/// Bytes that `element` x `dims` need: `(element size, element count,
+/// bytes)`. Fails for element types that cannot live in shared memory.
+fn required_size(element: &Type, dims: &[u64]) -> Result<(u64, u64, u64)> {
+    if element.has_blockref() {
+        return Err(Error::Unsupported(format!(
+            "{element} refers to other memory and cannot be shared"
+        )));
+    }
+    let elem = element
+        .data_size()
+        .ok_or_else(|| Error::Unsupported(format!("{element} has no fixed size")))?
+        as u64;
+    if dims.len() > MAX_DIMS {
+        return Err(Error::Unsupported(format!(
+            "{} dimensions (at most {MAX_DIMS})",
+            dims.len()
+        )));
+    }
+    if element.to_string().len() > MAX_TYPE_LEN {
+        return Err(Error::Unsupported(format!(
+            "type text longer than {MAX_TYPE_LEN} bytes"
+        )));
+    }
+    let numel = dims
+        .iter()
+        .try_fold(1u64, |n, &d| n.checked_mul(d))
+        .unwrap_or(u64::MAX);
+    Ok((elem, numel, numel.saturating_mul(elem)))
+}
+
+impl Allocation {
+    pub(crate) fn new(shared: Arc<Shared>, id: AllocId, size: u64) -> Allocation {
+        Allocation {
+            shared,
+            id,
+            size,
+            element: Type::primitive(Primitive::UInt8),
+            dims: vec![size],
+            held: true,
+        }
+    }
+
+    /// The reference `get` returned, with the published metadata checked.
+    pub(crate) fn from_published(
+        shared: Arc<Shared>,
+        id: AllocId,
+        size: u64,
+        meta: Meta,
+    ) -> Result<Allocation> {
+        // Own the hold first, so that a bad record is released on error.
+        let mut a = Allocation::new(shared, id, size);
+        let element = dtype::parse(&meta.type_text)
+            .map_err(|e| Error::corrupt(format!("published type {:?}: {e}", meta.type_text)))?;
+        a.set_type_and_dimensions(element, &meta.dims)
+            .map_err(|e| Error::corrupt(format!("published metadata: {e}")))?;
+        Ok(a)
+    }
+
+    /// Size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Element type (default `uint8`).
+    pub fn element_type(&self) -> &Type {
+        &self.element
+    }
+
+    /// Dimensions (default `[size]`).
+    pub fn dimensions(&self) -> &[u64] {
+        &self.dims
+    }
+
+    /// Describes the memory as an array of `element` with `dims`; fails
+    /// unless `element size x product(dims) == size`, or if the type cannot
+    /// live in shared memory (variable-size, or referring to other memory).
+    /// Only this local reference changes; publications keep what they
+    /// copied.
+    pub fn set_type_and_dimensions(&mut self, element: Type, dims: &[u64]) -> Result<()> {
+        let (element_size, numel, required) = required_size(&element, dims)?;
+        if required != self.size || (numel != 0 && required / numel != element_size) {
+            return Err(Error::SizeMismatch {
+                element_size,
+                numel,
+                required,
+                size: self.size,
+            });
+        }
+        self.element = element;
+        self.dims = dims.to_vec();
+        Ok(())
+    }
+
+    /// Publishes this allocation under `name`: the context keeps a
+    /// reference to the memory and an immutable copy of the current
+    /// metadata. The same allocation may be published under several names.
+    pub fn publish(&self, name: &str) -> Result<()> {
+        let meta = Meta {
+            type_text: self.element.to_string(),
+            dims: self.dims.clone(),
+        };
+        self.shared
+            .with_table_retry(|l| l.t.publish(self.id, name, &meta))
+    }
+
+    /// Another local reference to the same memory, with a copy of this
+    /// one's metadata.
+    pub fn try_clone(&self) -> Result<Allocation> {
+        self.shared.with_table(|l| l.t.add_hold(self.id, l.me))?;
+        let mut a = Allocation::new(self.shared.clone(), self.id, self.size);
+        a.element = self.element.clone();
+        a.dims = self.dims.clone();
+        Ok(a)
+    }
+
+    /// Drops this reference. The memory persists while published or
+    /// referenced elsewhere.
+    pub fn release(mut self) -> Result<()> {
+        self.drop_hold(false)
+    }
+
+    /// Drops this reference and marks the memory for deletion: its names
+    /// disappear, and no process can `get` or map it any more. Existing
+    /// references and mappings stay valid; the memory is reclaimed when
+    /// the last of them goes.
+    pub fn free(mut self) -> Result<()> {
+        self.drop_hold(true)
+    }
+
+    fn drop_hold(&mut self, free: bool) -> Result<()> {
+        self.held = false;
+        self.shared.with_table(|l| {
+            let d = if free {
+                l.t.free(self.id, l.me)?
+            } else {
+                l.t.release(self.id, l.me)?
+            };
+            l.discards.extend(d);
+            Ok(())
+        })
+    }
+}
+
+impl Drop for Allocation {
+    fn drop(&mut self) {
+        if self.held {
+            let _ = self.drop_hold(false);
+        }
+    }
+}

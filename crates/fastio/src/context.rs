@@ -1,0 +1,468 @@
+//! The context: one shared-memory segment holding the control tables and
+//! the heap of a pipeline job, created by the job's owner and attached to
+//! by its operators.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use shm_core::{HeaderInfo, Offset, Participant, Segment, SegmentOptions, ShmMutex};
+
+use crate::allocation::Allocation;
+use crate::error::{Error, Result};
+use crate::layout::{HEADER_WORDS, Layout, hdr};
+use crate::ops::{Begun, Discard};
+use crate::recover::Recovery;
+use crate::table::{ACTIVE, CREATING, DOOMED, FREE, Me, Table};
+
+/// Environment variable that carries a context's handle to operators.
+pub const CONTEXT_ENV: &str = "FASTIO_CONTEXT";
+
+/// Name prefix of context segments under `/dev/shm`.
+pub const DEFAULT_PREFIX: &str = "fastio";
+
+/// Capacities of a new context.
+#[derive(Debug, Clone)]
+pub struct ContextOptions {
+    capacity: u64,
+    max_allocations: u32,
+    max_names: u32,
+    max_participants: u32,
+    cache_limit: Option<u64>,
+    prefix: String,
+    anonymous: bool,
+}
+
+impl Default for ContextOptions {
+    fn default() -> Self {
+        ContextOptions {
+            capacity: 1 << 30,
+            max_allocations: 1024,
+            max_names: 1024,
+            max_participants: 64,
+            cache_limit: None,
+            prefix: DEFAULT_PREFIX.to_owned(),
+            anonymous: false,
+        }
+    }
+}
+
+impl ContextOptions {
+    /// Defaults: 1 GiB of allocation memory, 1024 allocations, 1024
+    /// published names, 64 processes.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Bytes available to allocations (rounded up to whole pages). Memory
+    /// is only committed as blocks are first used. Each allocation takes a
+    /// block of its size class: whole pages, and at most 1/8 more than
+    /// requested.
+    pub fn capacity(mut self, bytes: u64) -> Self {
+        self.capacity = bytes;
+        self
+    }
+
+    /// Most allocations alive at once (including freed ones still mapped).
+    pub fn max_allocations(mut self, n: u32) -> Self {
+        self.max_allocations = n;
+        self
+    }
+
+    /// Most names published at once.
+    pub fn max_names(mut self, n: u32) -> Self {
+        self.max_names = n;
+        self
+    }
+
+    /// Most processes attached at once (1..=64).
+    pub fn max_participants(mut self, n: u32) -> Self {
+        self.max_participants = n;
+        self
+    }
+
+    /// Most bytes of reclaimed blocks kept committed for reuse (default:
+    /// the whole capacity). Reused blocks are already faulted in, which is
+    /// what makes a warm handoff cheap; blocks beyond the limit go back to
+    /// the system at once.
+    pub fn cache_limit(mut self, bytes: u64) -> Self {
+        self.cache_limit = Some(bytes);
+        self
+    }
+
+    /// Name prefix of the segment under `/dev/shm` (default `fastio`).
+    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.prefix = prefix.into();
+        self
+    }
+
+    /// Back the context with an anonymous `memfd` instead of a named
+    /// segment: nothing appears in `/dev/shm`, and other processes reach it
+    /// only through its descriptor ([`Context::segment`] then
+    /// `Segment::from_fd` and [`Context::from_segment`]); its
+    /// [`handle`](Context::handle) is empty.
+    pub fn anonymous(mut self, anonymous: bool) -> Self {
+        self.anonymous = anonymous;
+        self
+    }
+}
+
+/// Counts describing a context's use, from one consistent snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Allocations alive (referenced or published), freed ones included.
+    pub live_allocations: u64,
+    /// Allocations freed but still referenced somewhere.
+    pub freed_allocations: u64,
+    /// Reclaimed blocks kept for reuse.
+    pub cached_blocks: u64,
+    /// Bytes in blocks of live allocations and creations in progress.
+    pub used_bytes: u64,
+    /// Bytes in cached blocks.
+    pub cached_bytes: u64,
+    /// Bytes available to allocations in all.
+    pub capacity: u64,
+    /// Names currently published.
+    pub published_names: u64,
+    /// Recoveries run since the context was created.
+    pub recoveries: u64,
+}
+
+/// What a context handle shares with its allocations.
+pub(crate) struct Shared {
+    pub(crate) segment: Segment,
+    participant: Mutex<Participant>,
+    pub(crate) layout: Layout,
+    mutex_offset: Offset,
+    owner: bool,
+}
+
+/// The tables while the context mutex is held, with the caller's identity
+/// and the blocks to give back before unlocking.
+pub(crate) struct Locked<'a> {
+    pub(crate) t: Table<'a>,
+    pub(crate) me: Me,
+    pub(crate) discards: Vec<Discard>,
+    p: &'a Participant,
+}
+
+impl Locked<'_> {
+    /// Repairs the tables (see [`Table::recover`]).
+    pub(crate) fn recover(&mut self) -> Result<Recovery> {
+        let p = self.p;
+        let (report, d) = self.t.recover(&mut |token| p.is_alive(token))?;
+        self.discards.extend(d);
+        Ok(report)
+    }
+}
+
+impl Shared {
+    /// Runs `f` on the tables under the context mutex, repairing them first
+    /// if the previous holder died; blocks in `discards` are returned to
+    /// the system before the mutex is released (so none can be reused
+    /// before it is emptied).
+    pub(crate) fn with_table<R>(&self, f: impl FnOnce(&mut Locked<'_>) -> Result<R>) -> Result<R> {
+        let p = self
+            .participant
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mutex: &ShmMutex = self.segment.at(self.mutex_offset)?;
+        let mut guard = mutex.lock(&p)?;
+        let words = self
+            .segment
+            .words(Offset(self.layout.control_offset), self.layout.words)?;
+        let mut locked = Locked {
+            t: Table::new(words, self.layout)?,
+            me: Me {
+                token: p.token(),
+                slot: p.slot(),
+            },
+            discards: Vec::new(),
+            p: &p,
+        };
+        let result = if guard.owner_died() {
+            locked.recover().map(|_| guard.mark_consistent())
+        } else {
+            Ok(())
+        };
+        let result = result.and_then(|()| f(&mut locked));
+        for (off, len) in locked.discards {
+            // Best effort: a block that cannot be emptied is only memory
+            // that stays committed.
+            let _ = self
+                .segment
+                .discard_range(Offset(self.layout.heap_offset + off), len);
+        }
+        drop(guard);
+        result
+    }
+
+    /// Like [`Shared::with_table`], but when `f` fails for lack of
+    /// capacity or a mapping conflict, recovers what dead processes held
+    /// and, if that changed anything, tries once more.
+    pub(crate) fn with_table_retry<R>(
+        &self,
+        f: impl Fn(&mut Locked<'_>) -> Result<R>,
+    ) -> Result<R> {
+        match self.with_table(&f) {
+            Err(e @ (Error::CapacityExceeded { .. } | Error::MapConflict(_))) => {
+                if self.with_table(|l| l.recover())? == Recovery::default() {
+                    Err(e)
+                } else {
+                    self.with_table(f)
+                }
+            }
+            other => other,
+        }
+    }
+
+    pub(crate) fn heap_ptr(&self, off: u64, len: u64) -> Result<std::ptr::NonNull<u8>> {
+        Ok(self
+            .segment
+            .ptr(Offset(self.layout.heap_offset + off), len)?)
+    }
+}
+
+/// A Fast I/O context: named, published, reference-counted shared-memory
+/// allocations of one pipeline job. See the [crate docs](crate).
+///
+/// The owner creates it with [`Context::new`] and passes
+/// [`handle`](Context::handle) to operators (in [`CONTEXT_ENV`]), which
+/// [`attach`](Context::attach). When the owner's handle is dropped the
+/// context is closed and its segment unlinked; its memory goes back to the
+/// system when the last process unmaps it.
+#[derive(Clone)]
+pub struct Context {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("handle", &self.handle())
+            .field("owner", &self.shared.owner)
+            .finish()
+    }
+}
+
+/// Offset of the first data byte of a segment with `participants` slots.
+fn data_offset(participants: u32) -> Result<u64> {
+    HeaderInfo::layout(0, 0, participants, 0, 0, 0, 0)
+        .map(|h| h.data_offset)
+        .ok_or_else(|| Error::Unsupported(format!("{participants} participants")))
+}
+
+impl Context {
+    /// Creates a context (the job owner's side). Contexts with the same
+    /// prefix left behind by crashed owners, which no process has open any
+    /// more, are removed first.
+    pub fn new(opts: &ContextOptions) -> Result<Context> {
+        if !opts.anonymous {
+            let _ = shm_core::gc(Some(&opts.prefix));
+        }
+        let data_offset = data_offset(opts.max_participants)?;
+        let heap_len = opts.capacity.div_ceil(crate::layout::PAGE) * crate::layout::PAGE;
+        let layout = Layout::compute(
+            data_offset,
+            opts.max_allocations,
+            opts.max_names,
+            opts.max_participants,
+            heap_len,
+        )?;
+        let seg_opts = SegmentOptions::new(layout.data_len(data_offset))
+            .prefix(opts.prefix.clone())
+            .max_participants(opts.max_participants)
+            .allocate(false);
+        let segment = if opts.anonymous {
+            Segment::anonymous(&seg_opts)?
+        } else {
+            Segment::create(&seg_opts)?
+        };
+        if segment.data_offset().get() != data_offset {
+            return Err(Error::corrupt(
+                "segment layout differs from the computed one",
+            ));
+        }
+        segment.commit_range(Offset(data_offset), layout.heap_offset - data_offset)?;
+        let words = segment.words(Offset(layout.control_offset), layout.words)?;
+        Table::new(words, layout)?.init(opts.cache_limit.unwrap_or(heap_len));
+        let participant = segment.join()?;
+        Ok(Context {
+            shared: Arc::new(Shared {
+                segment,
+                participant: Mutex::new(participant),
+                layout,
+                mutex_offset: Offset(data_offset),
+                owner: true,
+            }),
+        })
+    }
+
+    /// Attaches to the context whose [`handle`](Context::handle) is given,
+    /// after validating its segment and tables; holds of processes that
+    /// died are collected on the way.
+    pub fn attach(handle: &str) -> Result<Context> {
+        Self::from_segment(Segment::open(handle)?)
+    }
+
+    /// Attaches to the context named by the [`CONTEXT_ENV`] variable.
+    pub fn from_env() -> Result<Context> {
+        let handle = std::env::var(CONTEXT_ENV).map_err(|_| Error::NoContext(CONTEXT_ENV))?;
+        Self::attach(&handle)
+    }
+
+    /// Attaches to a context in an already opened segment (for example a
+    /// `memfd` received from another process).
+    pub fn from_segment(segment: Segment) -> Result<Context> {
+        let data_offset = segment.data_offset().get();
+        let words = segment.words(Offset(data_offset + 64), HEADER_WORDS)?;
+        let header: [u64; HEADER_WORDS] =
+            std::array::from_fn(|i| words[i].load(std::sync::atomic::Ordering::Acquire));
+        let layout = Layout::from_header(
+            &header,
+            data_offset,
+            segment.len(),
+            segment.info().max_participants,
+        )?;
+        let participant = segment.join()?;
+        let ctx = Context {
+            shared: Arc::new(Shared {
+                segment,
+                participant: Mutex::new(participant),
+                layout,
+                mutex_offset: Offset(data_offset),
+                owner: false,
+            }),
+        };
+        ctx.shared.with_table(|l| l.t.check_open())?;
+        ctx.recover()?;
+        Ok(ctx)
+    }
+
+    /// The handle operators attach with (the segment's name).
+    pub fn handle(&self) -> &str {
+        self.shared.segment.name().unwrap_or("")
+    }
+
+    /// Whether this handle created the context.
+    pub fn is_owner(&self) -> bool {
+        self.shared.owner
+    }
+
+    /// Segment offset and length of the control tables (for inspection
+    /// tools and the fuzz target, which overwrites them).
+    pub fn control_region(&self) -> (Offset, u64) {
+        let l = &self.shared.layout;
+        (Offset(l.control_offset), 8 * l.words as u64)
+    }
+
+    /// The underlying segment (for inspection and tools).
+    pub fn segment(&self) -> &Segment {
+        &self.shared.segment
+    }
+
+    /// Allocates `size` bytes of shared memory, visible to this process
+    /// only until [`Allocation::publish`]ed. Its type is `uint8` and its
+    /// dimensions `[size]` until set otherwise.
+    ///
+    /// A reclaimed block of the same size class is reused when there is
+    /// one (no system call, memory already faulted in); otherwise a new
+    /// block is committed with `fallocate`, outside the context lock.
+    pub fn create(&self, size: u64) -> Result<Allocation> {
+        let begun = self
+            .shared
+            .with_table_retry(|l| l.t.begin_create(size, l.me, &mut l.discards))?;
+        let id = match begun {
+            Begun::Warm(id) => id,
+            Begun::Cold { id, off, cap } => {
+                let committed = self
+                    .shared
+                    .segment
+                    .commit_range(Offset(self.shared.layout.heap_offset + off), cap);
+                self.shared.with_table(|l| {
+                    let d = l.t.finish_create(id, size, l.me, committed.is_ok())?;
+                    l.discards.extend(d);
+                    Ok(())
+                })?;
+                committed?;
+                id
+            }
+        };
+        Ok(Allocation::new(self.shared.clone(), id, size))
+    }
+
+    /// A new local reference to the allocation published as `name`, with
+    /// a copy of the published type and dimensions.
+    pub fn get(&self, name: &str) -> Result<Allocation> {
+        let (id, size, meta) = self.shared.with_table(|l| l.t.get_named(name, l.me))?;
+        Allocation::from_published(self.shared.clone(), id, size, meta)
+    }
+
+    /// The names currently published.
+    pub fn names(&self) -> Result<Vec<String>> {
+        self.shared
+            .with_table(|l| Ok(l.t.all_names()?.into_iter().map(|p| p.name).collect()))
+    }
+
+    /// Usage counts.
+    pub fn stats(&self) -> Result<Stats> {
+        self.shared.with_table(|l| {
+            let t = &l.t;
+            let mut s = Stats {
+                capacity: t.l.heap_len,
+                published_names: t.get(hdr::PUBLISHED),
+                cached_bytes: t.get(hdr::CACHED_BYTES),
+                recoveries: t.get(hdr::RECOVERIES),
+                ..Stats::default()
+            };
+            for i in 0..t.l.max_allocs {
+                let (st, _) = t.state(i)?;
+                let (_, cap) = t.block(i)?;
+                match st {
+                    FREE if cap > 0 => s.cached_blocks += 1,
+                    FREE => {}
+                    CREATING => s.used_bytes += cap,
+                    ACTIVE | DOOMED => {
+                        s.live_allocations += 1;
+                        s.freed_allocations += u64::from(st == DOOMED);
+                        s.used_bytes += cap;
+                    }
+                    _ => {}
+                }
+            }
+            Ok(s)
+        })
+    }
+
+    /// Drops every hold and mapping of processes that died, reclaims what
+    /// nothing keeps any more and rebuilds the derived tables.
+    pub fn recover(&self) -> Result<Recovery> {
+        self.shared.with_table(|l| l.recover())
+    }
+
+    /// Checks every invariant of the control tables; a violation is
+    /// [`Error::Corrupt`].
+    pub fn check(&self) -> Result<()> {
+        self.shared
+            .with_table(|l| l.t.check().map_err(Error::Corrupt))
+    }
+
+    /// Closes the context: further creates, gets and publishes fail with
+    /// [`Error::ContextClosed`] in every process. Existing allocations and
+    /// mappings stay valid. Dropping the owner's handle closes it too.
+    pub fn close(&self) -> Result<()> {
+        self.shared.with_table(|l| {
+            l.t.close();
+            Ok(())
+        })
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        if self.owner {
+            let _ = self.with_table(|l| {
+                l.t.close();
+                Ok(())
+            });
+        }
+    }
+}

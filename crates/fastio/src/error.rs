@@ -1,0 +1,85 @@
+//! The error type of this crate.
+
+use thiserror::Error;
+
+/// Result alias for this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong with a context or an allocation.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The shared-memory layer failed (open, map, allocate, ...).
+    #[error("shared memory: {0}")]
+    Shm(#[from] shm_core::Error),
+    /// The context lock could not be taken.
+    #[error("context lock: {0}")]
+    Lock(#[from] shm_core::LockError),
+    /// A configured limit would be exceeded.
+    #[error("context capacity exceeded: {resource} (limit {limit})")]
+    CapacityExceeded {
+        /// `"bytes"`, `"allocations"`, `"published names"`, `"references"`.
+        resource: &'static str,
+        /// The configured limit.
+        limit: u64,
+    },
+    /// `publish` with a name that is already published.
+    #[error("name {0:?} is already published in this context")]
+    NameExists(String),
+    /// `get` with a name that is not published (or whose allocation was
+    /// freed).
+    #[error("no allocation is published as {0:?}")]
+    UnknownName(String),
+    /// A name that cannot be published: empty, too long, or containing NUL.
+    #[error("invalid name {name:?}: {reason}")]
+    InvalidName {
+        /// The name as given.
+        name: String,
+        /// Why it was refused.
+        reason: &'static str,
+    },
+    /// The allocation was freed: it can no longer be mapped or published.
+    #[error("the allocation was freed")]
+    Freed,
+    /// Another mapping conflicts: a write mapping excludes every other
+    /// mapping, in any process.
+    #[error("the allocation is already mapped {0} elsewhere")]
+    MapConflict(&'static str),
+    /// `set_type_and_dimensions` with a type and shape whose byte size is
+    /// not the allocation's size.
+    #[error(
+        "element size {element_size} x {numel} elements = {required} bytes, but the allocation has {size}"
+    )]
+    SizeMismatch {
+        /// Bytes per element.
+        element_size: u64,
+        /// Number of elements.
+        numel: u64,
+        /// Bytes the type and dimensions need (saturated on overflow).
+        required: u64,
+        /// Bytes in the allocation.
+        size: u64,
+    },
+    /// An element type that cannot live in shared memory (variable-size,
+    /// or holding references to other memory), or too many dimensions.
+    #[error("unsupported element type or dimensions: {0}")]
+    Unsupported(String),
+    /// The context's owner has shut it down.
+    #[error("the context was closed by its owner")]
+    ContextClosed,
+    /// No context handle in the environment.
+    #[error("environment variable {0} is not set: no context to attach to")]
+    NoContext(&'static str),
+    /// The shared control data failed validation.
+    #[error("corrupt context: {0}")]
+    Corrupt(String),
+    /// Building an `ndobject` array over the mapping failed.
+    #[error("array view: {0}")]
+    Array(#[from] ndobject::Error),
+}
+
+impl Error {
+    pub(crate) fn corrupt(what: impl Into<String>) -> Error {
+        Error::Corrupt(what.into())
+    }
+}

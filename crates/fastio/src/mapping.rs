@@ -1,0 +1,236 @@
+//! Access to an allocation's bytes: guards for byte slices and `ndobject`
+//! arrays over the shared memory itself.
+//!
+//! This is the only module with `unsafe`. Its argument, used by every
+//! block below:
+//!
+//! * **Validity.** Every process maps the whole context segment once, for
+//!   as long as any [`Shared`](crate::context::Shared) of it exists; each
+//!   pointer here comes from `Segment::ptr`, which bounds-checks the range
+//!   against that mapping, and each guard or array owner keeps the
+//!   `Shared` (through its `Allocation`) alive. The memory is never
+//!   unmapped or shrunk while a guard exists. A block reclaimed and emptied
+//!   by another process reads as zeros, it does not fault; and it cannot be
+//!   reclaimed while we hold a reference to it.
+//! * **Aliasing.** A write mapping is registered in the shared tables only
+//!   when no other mapping of the allocation exists in any process, and no
+//!   read or write mapping can be registered while it exists; read
+//!   mappings exclude write mappings the same way. So while a
+//!   [`MappedMut`] lives, no other reference made through this library, in
+//!   any process, sees those bytes, and while a [`Mapped`] lives nobody
+//!   writes them through this library. (A process that writes the shared
+//!   memory without the library is outside what any mapping API can
+//!   promise, as for files under `memmap2`.)
+
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+
+use ndobject::{Array, MemoryBlock};
+
+use crate::allocation::Allocation;
+use crate::error::{Error, Result};
+
+/// Which kind of mapping to register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Read,
+    Write,
+}
+
+/// Registers a mapping of `alloc` and returns the bytes' address.
+fn register(alloc: &Allocation, kind: Kind) -> Result<(NonNull<u8>, usize)> {
+    let id = alloc.id;
+    let (off, size) = alloc.shared.with_table_retry(|l| {
+        match kind {
+            Kind::Read => l.t.map_read(id, l.me)?,
+            Kind::Write => l.t.map_write(id, l.me)?,
+        }
+        let (size, off, _) = l.t.extent(id)?;
+        Ok((off, size))
+    })?;
+    let undo = |e: Error| {
+        unregister(alloc, kind);
+        e
+    };
+    let len = usize::try_from(size).map_err(|_| undo(Error::corrupt("size exceeds memory")))?;
+    let ptr = alloc.shared.heap_ptr(off, size).map_err(undo)?;
+    Ok((ptr, len))
+}
+
+fn unregister(alloc: &Allocation, kind: Kind) {
+    let id = alloc.id;
+    let _ = alloc.shared.with_table(|l| match kind {
+        Kind::Read => l.t.unmap_read(id, l.me),
+        Kind::Write => l.t.unmap_write(id, l.me),
+    });
+}
+
+/// Read access to an allocation's bytes; unmaps on drop. No process can
+/// map the allocation for writing while this exists.
+pub struct Mapped<'a> {
+    alloc: &'a Allocation,
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+/// Read-write access to an allocation's bytes; unmaps on drop. No other
+/// mapping of the allocation exists in any process while this exists.
+pub struct MappedMut<'a> {
+    alloc: &'a mut Allocation,
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+impl Allocation {
+    /// Maps the memory for reading. Fails with [`Error::MapConflict`] while
+    /// any process has it mapped for writing, and with [`Error::Freed`]
+    /// after it was freed. No system call: every process maps the whole
+    /// context once.
+    pub fn map_read(&self) -> Result<Mapped<'_>> {
+        let (ptr, len) = register(self, Kind::Read)?;
+        Ok(Mapped {
+            alloc: self,
+            ptr,
+            len,
+        })
+    }
+
+    /// Maps the memory for reading and writing, exclusively: fails fast
+    /// with [`Error::MapConflict`] while any other mapping exists anywhere.
+    pub fn map(&mut self) -> Result<MappedMut<'_>> {
+        let (ptr, len) = register(self, Kind::Write)?;
+        Ok(MappedMut {
+            alloc: self,
+            ptr,
+            len,
+        })
+    }
+
+    /// An `ndobject` array of this allocation's type and dimensions whose
+    /// data is the shared memory itself, writable, and exclusive like
+    /// [`map`](Allocation::map). Its memory block holds its own reference
+    /// and the mapping, so the array (and its views) outlive `self`.
+    pub fn map_as_ndobject(&self) -> Result<Array> {
+        self.array(Kind::Write)
+    }
+
+    /// As [`map_as_ndobject`](Allocation::map_as_ndobject), read-only and
+    /// shared like [`map_read`](Allocation::map_read).
+    pub fn map_as_ndobject_read_only(&self) -> Result<Array> {
+        self.array(Kind::Read)
+    }
+
+    fn array(&self, kind: Kind) -> Result<Array> {
+        let alloc = self.try_clone()?;
+        let (ptr, len) = register(&alloc, kind)?;
+        let element = alloc.element_type().clone();
+        let shape = alloc
+            .dimensions()
+            .iter()
+            .map(|&d| usize::try_from(d))
+            .collect::<Result<Vec<usize>, _>>()
+            .map_err(|_| Error::Unsupported("dimension exceeds usize".into()));
+        let owner = ArrayOwner { alloc, kind };
+        let shape = shape?;
+        // SAFETY: `ptr..ptr + len` is inside the context mapping (checked by
+        // `heap_ptr`) and stays mapped while `owner` lives, because `owner`
+        // holds an `Allocation`, which keeps the segment's `Shared` (and so
+        // the mapping) and a reference to the memory (so it is never
+        // reclaimed or reused). The block drops `owner` when its last user
+        // goes, which unregisters the mapping. Aliasing is excluded by the
+        // registration (module docs): with `Kind::Write` no other mapping
+        // exists anywhere; with `Kind::Read` the block is read-only and no
+        // writer can exist.
+        let block =
+            unsafe { MemoryBlock::from_raw_parts(ptr, len, kind == Kind::Write, Box::new(owner)) };
+        Ok(Array::from_block(&block, 0, element, &shape)?)
+    }
+}
+
+/// What an array's memory block owns: a reference and a mapping.
+struct ArrayOwner {
+    alloc: Allocation,
+    kind: Kind,
+}
+
+impl Drop for ArrayOwner {
+    fn drop(&mut self) {
+        unregister(&self.alloc, self.kind);
+    }
+}
+
+impl Mapped<'_> {
+    /// The allocation's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: see the module docs: the range is inside the live mapping
+        // for as long as `self.alloc` is borrowed, and no writer exists
+        // while this read mapping is registered.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// Unmaps (the same as dropping the guard).
+    pub fn unmap(self) {}
+}
+
+impl MappedMut<'_> {
+    /// The allocation's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: as in `bytes_mut`; a shared borrow of the guard only
+        // hands out shared access.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The allocation's bytes, writable.
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: the range is inside the live mapping (module docs), the
+        // write registration excludes every other mapping in every process,
+        // and `&mut self` makes this the only slice made from this guard.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// Unmaps (the same as dropping the guard).
+    pub fn unmap(self) {}
+}
+
+impl Deref for Mapped<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
+impl Deref for MappedMut<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
+impl DerefMut for MappedMut<'_> {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        self.bytes_mut()
+    }
+}
+
+impl Drop for Mapped<'_> {
+    fn drop(&mut self) {
+        unregister(self.alloc, Kind::Read);
+    }
+}
+
+impl Drop for MappedMut<'_> {
+    fn drop(&mut self) {
+        unregister(self.alloc, Kind::Write);
+    }
+}
+
+// SAFETY: the guards hand out slices with the same thread-safety as
+// `&[u8]` / `&mut [u8]`; the pointer is into shared memory owned by the
+// (Send + Sync) context.
+unsafe impl Send for Mapped<'_> {}
+// SAFETY: as above; `&Mapped` only yields `&[u8]`.
+unsafe impl Sync for Mapped<'_> {}
+// SAFETY: as above; `MappedMut` is the unique accessor of its bytes.
+unsafe impl Send for MappedMut<'_> {}
+// SAFETY: as above; `&MappedMut` only yields `&[u8]`.
+unsafe impl Sync for MappedMut<'_> {}

@@ -1,0 +1,116 @@
+//! Local metadata of allocations: defaults, `set_type_and_dimensions`
+//! checks, and publications keeping the copy they were given.
+
+mod common;
+
+use common::context;
+use dtype::{Primitive, StringEncoding, Type};
+use fastio::Error;
+
+#[test]
+fn defaults_and_size_checks() {
+    let ctx = context(1 << 20);
+    let mut a = ctx.create(24).unwrap();
+    assert_eq!(a.size(), 24);
+    assert_eq!(a.element_type(), &Type::primitive(Primitive::UInt8));
+    assert_eq!(a.dimensions(), &[24]);
+
+    let f32t = Type::primitive(Primitive::Float32);
+    let err = a.set_type_and_dimensions(f32t.clone(), &[5]).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::SizeMismatch {
+                element_size: 4,
+                numel: 5,
+                required: 20,
+                size: 24
+            }
+        ),
+        "{err}"
+    );
+    // Overflowing products are a mismatch, not a wrap-around.
+    let err = a
+        .set_type_and_dimensions(f32t.clone(), &[u64::MAX, 2])
+        .unwrap_err();
+    assert!(matches!(err, Error::SizeMismatch { .. }), "{err}");
+    // Types that cannot live in shared memory.
+    let err = a
+        .set_type_and_dimensions(Type::string(StringEncoding::Utf8), &[1])
+        .unwrap_err();
+    assert!(matches!(err, Error::Unsupported(_)), "{err}");
+    let err = a
+        .set_type_and_dimensions(f32t.clone(), &[1; 33])
+        .unwrap_err();
+    assert!(matches!(err, Error::Unsupported(_)), "{err}");
+    // A failed call leaves the metadata as it was.
+    assert_eq!(a.dimensions(), &[24]);
+
+    a.set_type_and_dimensions(f32t.clone(), &[2, 3]).unwrap();
+    assert_eq!((a.element_type(), a.dimensions()), (&f32t, &[2u64, 3][..]));
+    let record: Type = "{x: int32, y: float64}".parse().unwrap();
+    let mut b = ctx.create(32).unwrap();
+    b.set_type_and_dimensions(record.clone(), &[2]).unwrap();
+    b.publish("records").unwrap();
+    assert_eq!(ctx.get("records").unwrap().element_type(), &record);
+}
+
+#[test]
+fn publications_keep_their_copy_of_the_metadata() {
+    let ctx = context(1 << 20);
+    let mut a = ctx.create(16).unwrap();
+    a.set_type_and_dimensions(Type::primitive(Primitive::Int32), &[4])
+        .unwrap();
+    a.publish("as-int32").unwrap();
+    a.set_type_and_dimensions(Type::primitive(Primitive::Int16), &[2, 4])
+        .unwrap();
+    a.publish("as-int16").unwrap();
+    // Changing the local copy changes neither publication.
+    a.set_type_and_dimensions(Type::primitive(Primitive::UInt8), &[16])
+        .unwrap();
+    let g32 = ctx.get("as-int32").unwrap();
+    let g16 = ctx.get("as-int16").unwrap();
+    assert_eq!(g32.dimensions(), &[4]);
+    assert_eq!(g32.element_type().to_string(), "int32");
+    assert_eq!(g16.dimensions(), &[2, 4]);
+    // A got copy can be changed without touching the publication.
+    let mut again = ctx.get("as-int32").unwrap();
+    again
+        .set_type_and_dimensions(Type::primitive(Primitive::Float32), &[4])
+        .unwrap();
+    assert_eq!(
+        ctx.get("as-int32").unwrap().element_type().to_string(),
+        "int32"
+    );
+    // Invalid names are refused.
+    for bad in ["", "a\0b", &"n".repeat(256)] {
+        assert!(
+            matches!(a.publish(bad), Err(Error::InvalidName { .. })),
+            "{bad:?}"
+        );
+    }
+    // The same memory under every name: a write through one is seen by all.
+    drop((g32, g16, again));
+    a.map().unwrap()[0] = 42;
+    assert_eq!(ctx.get("as-int16").unwrap().map_read().unwrap()[0], 42);
+    ctx.check().unwrap();
+}
+
+#[test]
+fn arrays_keep_the_memory_after_everything_else_is_gone() {
+    let ctx = context(1 << 20);
+    let mut a = ctx.create(8).unwrap();
+    a.set_type_and_dimensions(Type::primitive(Primitive::Float32), &[2])
+        .unwrap();
+    let arr = a.map_as_ndobject().unwrap();
+    arr.set(&[1], 2.5f32).unwrap();
+    a.free().unwrap();
+    // Freed and released, but the array's block holds a reference.
+    assert_eq!(ctx.stats().unwrap().freed_allocations, 1);
+    let view = arr.view(&[ndobject::Index::At(1)]).unwrap();
+    drop(arr);
+    assert_eq!(view.get::<f32>(&[]).unwrap(), 2.5);
+    drop(view);
+    let s = ctx.stats().unwrap();
+    assert_eq!((s.live_allocations, s.freed_allocations), (0, 0));
+}

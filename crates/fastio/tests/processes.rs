@@ -1,0 +1,236 @@
+//! The Fast I/O semantics across real operator processes: each test runs
+//! this binary again as children (roles below), attached through
+//! `FASTIO_CONTEXT`, and crash cases use real `SIGKILL`.
+
+mod common;
+
+use common::{ROLE, context, park, spawn, var, wait_for, wait_published};
+use dtype::{Primitive, Type};
+use fastio::{Context, Error};
+
+const ENTRY: &str = "child_entry";
+
+fn f32_type() -> Type {
+    Type::primitive(Primitive::Float32)
+}
+
+/// Byte `i` of the test pattern.
+fn pattern(i: usize) -> u8 {
+    (i * 7 + 3) as u8
+}
+
+/// Child side of every test in this file; a no-op unless `ROLE` is set.
+#[test]
+fn child_entry() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    let ctx = Context::from_env().expect("attach");
+    match role.as_str() {
+        // Creates, fills, describes and publishes under two names.
+        "producer" => {
+            let mut a = ctx.create(4096 * 3).unwrap();
+            assert!(matches!(ctx.get("vol"), Err(Error::UnknownName(_))));
+            for (i, b) in a.map().unwrap().iter_mut().enumerate() {
+                *b = pattern(i);
+            }
+            a.publish("vol-bytes").unwrap();
+            a.set_type_and_dimensions(f32_type(), &[3, 1024]).unwrap();
+            a.publish("vol").unwrap();
+            assert!(matches!(a.publish("vol"), Err(Error::NameExists(_))));
+            // The local object stays valid after publishing.
+            assert_eq!(a.map_read().unwrap()[5], pattern(5));
+            a.release().unwrap();
+        }
+        // Reads a published allocation, checks it, and waits for `GO`.
+        "reader" => {
+            let a = ctx.get("shared").unwrap();
+            let m = a.map_read().unwrap();
+            assert!(m.iter().enumerate().all(|(i, &b)| b == pattern(i)));
+            ctx.create(1).unwrap().publish(&var("READY")).unwrap();
+            wait_for("go", || ctx.names().unwrap().iter().any(|n| n == "go"));
+            // Still intact, even if it was freed meanwhile.
+            assert!(m.iter().enumerate().all(|(i, &b)| b == pattern(i)));
+        }
+        // Holds references and mappings, then waits to be killed.
+        "holder" => {
+            let mut x = ctx.get("x").unwrap();
+            let _also = ctx.get("x").unwrap();
+            let y = ctx.create(8192).unwrap();
+            let _ym = y.map_read().unwrap();
+            let _xm = x.map().unwrap();
+            ctx.create(1).unwrap().publish("holding").unwrap();
+            park();
+        }
+        // Publishes and frees names in a loop until killed.
+        "churn" => {
+            let id = std::process::id();
+            for i in 0u64.. {
+                let a = ctx.create(4096 * (1 + i % 3)).unwrap();
+                a.publish(&format!("churn-{id}-{i}")).unwrap();
+                if i == 0 {
+                    ctx.create(1).unwrap().publish("churning").unwrap();
+                }
+                let b = ctx.get(&format!("churn-{id}-{i}")).unwrap();
+                a.release().unwrap();
+                if i % 2 == 0 {
+                    b.free().unwrap();
+                } else if i >= 3 {
+                    // Odd names stay published for a while.
+                    ctx.get(&format!("churn-{id}-{}", i - 2))
+                        .unwrap()
+                        .free()
+                        .unwrap();
+                }
+            }
+        }
+        "mean" => {
+            let a = ctx.get("vol").unwrap();
+            let arr = a.map_as_ndobject_read_only().unwrap();
+            drop(a);
+            let v = arr.to_vec::<f32>().unwrap();
+            let mean = v.iter().map(|&x| f64::from(x)).sum::<f64>() / v.len() as f64;
+            assert_eq!(arr.shape(), &[2, 3, 4]);
+            assert!((mean - 11.5).abs() < 1e-9, "mean {mean}");
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+#[test]
+fn published_data_and_metadata_outlive_the_producer() {
+    let ctx = context(1 << 20);
+    assert!(spawn(ENTRY, &ctx, "producer", &[]).success());
+    let a = ctx.get("vol").unwrap();
+    assert_eq!(a.element_type(), &f32_type());
+    assert_eq!(a.dimensions(), &[3, 1024]);
+    let b = ctx.get("vol-bytes").unwrap();
+    assert_eq!(b.element_type().to_string(), "uint8");
+    assert_eq!(b.dimensions(), &[4096 * 3]);
+    let m = a.map_read().unwrap();
+    assert!(m.iter().enumerate().all(|(i, &x)| x == pattern(i)));
+    // Both names refer to the same memory.
+    assert_eq!(b.map_read().unwrap()[100], m[100]);
+    drop(m);
+    // The producer's hold is gone; the publications keep the memory.
+    assert_eq!(ctx.stats().unwrap().live_allocations, 1);
+    a.free().unwrap();
+    assert!(matches!(ctx.get("vol-bytes"), Err(Error::UnknownName(_))));
+    assert!(matches!(b.map_read(), Err(Error::Freed)));
+    drop(b);
+    let s = ctx.stats().unwrap();
+    assert_eq!((s.live_allocations, s.published_names), (0, 0));
+    ctx.check().unwrap();
+}
+
+fn publish_pattern(ctx: &Context, name: &str, size: usize) -> fastio::Allocation {
+    let mut a = ctx.create(size as u64).unwrap();
+    for (i, b) in a.map().unwrap().iter_mut().enumerate() {
+        *b = pattern(i);
+    }
+    a.publish(name).unwrap();
+    a
+}
+
+#[test]
+fn two_consumers_map_one_allocation_and_writers_are_excluded() {
+    let ctx = context(1 << 20);
+    let mut a = publish_pattern(&ctx, "shared", 10_000);
+    let mut r1 = spawn(ENTRY, &ctx, "reader", &[("READY", "r1".into())]);
+    let mut r2 = spawn(ENTRY, &ctx, "reader", &[("READY", "r2".into())]);
+    wait_published(&ctx, "r1");
+    wait_published(&ctx, "r2");
+    // Both read mappings exist: a write mapping fails fast, reads do not.
+    assert!(matches!(a.map(), Err(Error::MapConflict(_))));
+    assert!(a.map_read().is_ok());
+    ctx.create(1).unwrap().publish("go").unwrap();
+    assert!(r1.success() && r2.success());
+    // Both readers are gone: the writer may map again.
+    assert!(a.map().is_ok());
+    ctx.check().unwrap();
+}
+
+#[test]
+fn free_while_another_process_maps_it() {
+    let ctx = context(1 << 20);
+    let a = publish_pattern(&ctx, "shared", 50_000);
+    let mut reader = spawn(ENTRY, &ctx, "reader", &[("READY", "mapped".into())]);
+    wait_published(&ctx, "mapped");
+    a.free().unwrap();
+    assert!(matches!(ctx.get("shared"), Err(Error::UnknownName(_))));
+    let s = ctx.stats().unwrap();
+    assert_eq!(s.freed_allocations, 1, "still mapped by the reader");
+    ctx.create(1).unwrap().publish("go").unwrap();
+    assert!(reader.success(), "the reader's mapping stayed valid");
+    let s = ctx.stats().unwrap();
+    assert_eq!(s.freed_allocations, 0, "reclaimed when the reader went");
+    ctx.check().unwrap();
+}
+
+#[test]
+fn killed_holder_is_reclaimed_and_others_keep_working() {
+    let ctx = context(1 << 20);
+    let x = publish_pattern(&ctx, "x", 4096);
+    let before = ctx.stats().unwrap();
+    let mut holder = spawn(ENTRY, &ctx, "holder", &[]);
+    wait_published(&ctx, "holding");
+    assert!(matches!(x.map_read(), Err(Error::MapConflict(_))));
+    holder.kill9();
+    // Mapping conflicts trigger recovery of dead holders by themselves.
+    let m = x.map_read().expect("the dead writer's mapping was dropped");
+    drop(m);
+    let report = ctx.recover().unwrap();
+    assert_eq!(report.dead_holds, 0, "already recovered: {report:?}");
+    let s = ctx.stats().unwrap();
+    // x stays (published), the holder's unpublished y is reclaimed; the
+    // "holding" marker stays published.
+    assert_eq!(s.live_allocations, before.live_allocations + 1);
+    assert!(ctx.names().unwrap().contains(&"x".to_string()));
+    x.free().unwrap();
+    ctx.check().unwrap();
+}
+
+#[test]
+fn killed_during_churn_leaves_a_consistent_table() {
+    let ctx = context(4 << 20);
+    for round in 0..20u64 {
+        let mut churn = spawn(ENTRY, &ctx, "churn", &[]);
+        wait_published(&ctx, "churning");
+        std::thread::sleep(std::time::Duration::from_millis(1 + 3 * (round % 7)));
+        churn.kill9();
+        // The next operation repairs whatever the kill interrupted.
+        let recovered = ctx.recover().unwrap();
+        ctx.check()
+            .unwrap_or_else(|e| panic!("round {round}: {e} after {recovered:?}"));
+        ctx.get("churning").unwrap().free().unwrap();
+        // Still fully usable.
+        let a = publish_pattern(&ctx, &format!("after-{round}"), 8192);
+        assert_eq!(ctx.get(&format!("after-{round}")).unwrap().size(), 8192);
+        a.free().unwrap();
+    }
+    // Only the names whose allocations were not freed remain; each resolves.
+    for name in ctx.names().unwrap() {
+        assert!(name.starts_with("churn-"), "{name}");
+        ctx.get(&name).unwrap().free().unwrap();
+    }
+    let s = ctx.stats().unwrap();
+    assert_eq!((s.live_allocations, s.published_names), (0, 0));
+    ctx.check().unwrap();
+}
+
+#[test]
+fn map_as_ndobject_in_another_process() {
+    let ctx = context(1 << 20);
+    let mut a = ctx.create(24 * 4).unwrap();
+    a.set_type_and_dimensions(f32_type(), &[2, 3, 4]).unwrap();
+    {
+        let arr = a.map_as_ndobject().unwrap();
+        for i in 0..24usize {
+            arr.set(&[i / 12, (i / 4) % 3, i % 4], i as f32).unwrap();
+        }
+        // Exclusive: no other mapping while the writable array lives.
+        assert!(matches!(a.map_read(), Err(Error::MapConflict(_))));
+    }
+    a.publish("vol").unwrap();
+    assert!(spawn(ENTRY, &ctx, "mean", &[]).success());
+}
