@@ -124,22 +124,6 @@ fn parse_time_read(output: &str) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// `cargo run --release -p params-io --example interop -- ARGS...`.
-fn interop_example(args: &[&str]) -> std::process::Command {
-    let mut cmd = cargo([
-        "run",
-        "--quiet",
-        "--release",
-        "-p",
-        "params-io",
-        "--example",
-        "interop",
-        "--",
-    ]);
-    cmd.args(args);
-    cmd
-}
-
 /// Times TVM's `load_param_dict_from_file` on a file of the bench's layout
 /// and size, and ours on the same file with the same protocol (best of 3,
 /// run right after), and prints them beside the params read group with
@@ -160,7 +144,7 @@ fn tvm_beside(criterion: &[Result1]) -> Result<(), String> {
     let timed = (|| {
         Step::new(
             "bench tvm file",
-            interop_example(&["make-bench-file", &path, &mib]),
+            interop::example(true, &["make-bench-file", &path, &mib]),
         )
         .run()?;
         let log = Step::new(
@@ -170,7 +154,11 @@ fn tvm_beside(criterion: &[Result1]) -> Result<(), String> {
         .run()?;
         let tvm = parse_tvm_time(&log)
             .ok_or_else(|| format!("unexpected output of tvm_interop.py time:\n{log}"))?;
-        let log = Step::new("bench our load", interop_example(&["time-read", &path])).run()?;
+        let log = Step::new(
+            "bench our load",
+            interop::example(true, &["time-read", &path]),
+        )
+        .run()?;
         Ok::<_, String>((tvm, parse_time_read(&log)))
     })();
     let _ = std::fs::remove_dir_all(&dir);

@@ -10,24 +10,7 @@ use crate::step::Step;
 const PACKAGES: [&str; 2] = ["datashape==0.5.2", "numpy==2.4.6"];
 
 pub(crate) fn run() -> Result<(), String> {
-    let venv = root().join("target").join("venv-blaze");
-    let python = venv.join("bin").join("python");
-    if !python.exists() {
-        let mut create = Command::new("python3");
-        create.arg("-m").arg("venv").arg(&venv);
-        Step::new("blaze venv", create).run()?;
-    }
-    let mut install = Command::new(&python);
-    install
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
-        .args(PACKAGES);
-    Step::new("blaze install", install).run()?;
+    let python = crate::venv::python("venv-blaze", &PACKAGES, "blaze")?;
     // Our canonical text, piped into Blaze.
     let script = format!(
         "cargo run --quiet -p dtype --example canonical | '{}' crates/dtype/compat/blaze_check.py",

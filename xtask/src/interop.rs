@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::root;
-use crate::step::{Step, cargo, succeeds};
+use crate::step::{Step, cargo};
 
 /// What the virtual environment holds: TVM and its dependencies, pinned
 /// to the versions the interop run was checked with.
@@ -24,63 +24,9 @@ pub(crate) const PACKAGES: [&str; 4] = [
 /// The Python side of the check, relative to the workspace root.
 pub(crate) const SCRIPT: &str = "crates/params-io/interop/tvm_interop.py";
 
-/// The virtual environment's directory.
-pub(crate) fn venv_dir() -> PathBuf {
-    root().join("target").join("venv-interop")
-}
-
-/// Creates the virtual environment if it is missing or broken (no working
-/// pip), installs [`PACKAGES`] (a no-op when they already are), and returns
-/// its Python interpreter.
+/// The interop virtual environment's Python, with [`PACKAGES`] installed.
 pub(crate) fn python() -> Result<PathBuf, String> {
-    let venv = venv_dir();
-    let python = venv.join("bin").join("python");
-    let mut pip_works = Command::new(&python);
-    pip_works.args(["-m", "pip", "--version"]);
-    if !python.exists() || !succeeds(pip_works) {
-        if !succeeds({
-            let mut c = Command::new("python3");
-            c.arg("--version");
-            c
-        }) {
-            return Err(
-                "python3 is not installed: the TVM interop check needs python3 \
-                        with the venv module (Debian: apt-get install python3-venv)"
-                    .to_owned(),
-            );
-        }
-        // --clear: start over from a half-made environment.
-        let mut create = Command::new("python3");
-        create.args(["-m", "venv", "--clear"]).arg(&venv);
-        Step::new("interop venv", create).run().map_err(|e| {
-            format!(
-                "{e}: could not create the virtual environment {} \
-                 (Debian: apt-get install python3-venv)",
-                venv.display()
-            )
-        })?;
-    }
-    let mut install = Command::new(&python);
-    install
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
-        .args(PACKAGES);
-    Step::new("interop pip install", install)
-        .run()
-        .map_err(|e| {
-            format!(
-                "{e}: pip could not install {} into {} (PyPI must be reachable; \
-                 pip's output is above)",
-                PACKAGES.join(" "),
-                venv.display()
-            )
-        })?;
-    Ok(python)
+    crate::venv::python("venv-interop", &PACKAGES, "interop")
 }
 
 /// `python tvm_interop.py ARGS...` in the workspace root.
@@ -90,19 +36,15 @@ pub(crate) fn tvm_script(python: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-/// `cargo run -p params-io --example interop -- ARGS...` (debug build:
-/// quicker to build than release, and fast enough for these files).
-fn example(args: &[&str]) -> Command {
-    let mut cmd = cargo([
-        "run",
-        "--quiet",
-        "-p",
-        "params-io",
-        "--example",
-        "interop",
-        "--",
-    ]);
-    cmd.args(args);
+/// `cargo run -p params-io --example interop -- ARGS...`; the checks use
+/// a debug build (quicker to build, fast enough for these files), the
+/// bench a release build.
+pub(crate) fn example(release: bool, args: &[&str]) -> Command {
+    let mut cmd = cargo(["run", "--quiet", "-p", "params-io", "--example", "interop"]);
+    if release {
+        cmd.arg("--release");
+    }
+    cmd.arg("--").args(args);
     cmd
 }
 
@@ -138,9 +80,9 @@ pub(crate) fn run() -> Result<(), String> {
     if !gen_log.contains("TVM fixtures") {
         return Err(format!("tvm_interop.py gen wrote no fixtures:\n{gen_log}"));
     }
-    let read_log = Step::new("interop we read tvm", example(&["read-tvm", d])).run()?;
+    let read_log = Step::new("interop we read tvm", example(false, &["read-tvm", d])).run()?;
     let read = summary("read-tvm", &read_log)?;
-    Step::new("interop we write", example(&["write-ours", d])).run()?;
+    Step::new("interop we write", example(false, &["write-ours", d])).run()?;
     let check_log =
         Step::new("interop tvm reads ours", tvm_script(&python, &["check", d])).run()?;
     let check = summary("tvm_interop.py check", &check_log)?;

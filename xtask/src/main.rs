@@ -9,6 +9,7 @@ mod fuzz;
 mod interop;
 mod miri;
 mod step;
+mod venv;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -295,19 +295,8 @@ impl Array {
                 out = out.add(n * elem);
             }
             // Next row: advance the index of the outer dimensions.
-            let mut d = nd - 1;
-            loop {
-                if d == 0 {
-                    return;
-                }
-                d -= 1;
-                idx[d] += 1;
-                off += self.strides[d];
-                if idx[d] < self.shape[d] {
-                    break;
-                }
-                off -= self.strides[d] * self.shape[d] as isize;
-                idx[d] = 0;
+            if !self.step_index(&mut idx[..nd - 1], &mut off) {
+                return;
             }
         }
     }

@@ -424,20 +424,29 @@ impl Array {
         let mut off = self.offset as isize;
         loop {
             out.push(off as usize);
-            let mut d = nd;
-            loop {
-                if d == 0 {
-                    return out;
-                }
-                d -= 1;
-                idx[d] += 1;
-                off += self.strides[d];
-                if idx[d] < self.shape[d] {
-                    break;
-                }
-                off -= self.strides[d] * self.shape[d] as isize;
-                idx[d] = 0;
+            if !self.step_index(&mut idx[..nd], &mut off) {
+                return out;
             }
+        }
+    }
+
+    /// Advances `idx` (an index into the first `idx.len()` dimensions) to
+    /// the next position in C order, moving the byte offset `off` along.
+    /// Returns `false` after the last position (`idx` wraps to zeros).
+    pub(crate) fn step_index(&self, idx: &mut [usize], off: &mut isize) -> bool {
+        let mut d = idx.len();
+        loop {
+            if d == 0 {
+                return false;
+            }
+            d -= 1;
+            idx[d] += 1;
+            *off += self.strides[d];
+            if idx[d] < self.shape[d] {
+                return true;
+            }
+            *off -= self.strides[d] * self.shape[d] as isize;
+            idx[d] = 0;
         }
     }
 
