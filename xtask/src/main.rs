@@ -19,7 +19,7 @@ use step::{Step, cargo};
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci                         fmt, clippy, tests, shm leak check, docs, Blaze check, TVM interop, loom, miri, fuzz
+  ci                         fmt, clippy, tests, shm leak check, docs, package, Blaze check, TVM interop, loom, miri, fuzz
   miri                       unit tests of the crates that contain unsafe, under Miri
   fuzz [--seconds N] [TARGET] run the cargo-fuzz targets (default 60 s each)
   bench [params] [FILTER]    run the benchmarks (or only params-io's, beside TVM's loader) and report ratios
@@ -81,6 +81,17 @@ fn ci() -> Result<(), String> {
         cargo(["doc", "--workspace", "--no-deps", "--all-features"]),
     )
     .env("RUSTDOCFLAGS", "-D warnings")
+    .run()?;
+    Step::new(
+        "package",
+        cargo([
+            "package",
+            "--workspace",
+            "--exclude",
+            "xtask",
+            "--allow-dirty",
+        ]),
+    )
     .run()?;
     blaze::run()?;
     interop::run()?;
