@@ -226,9 +226,11 @@ impl Shared {
 ///
 /// The owner creates it with [`Context::new`] and passes
 /// [`handle`](Context::handle) to operators (in [`CONTEXT_ENV`]), which
-/// [`attach`](Context::attach). When the owner's handle is dropped the
-/// context is closed and its segment unlinked; its memory goes back to the
-/// system when the last process unmaps it.
+/// [`attach`](Context::attach). Clones share one attachment. When the
+/// owner's last clone and last `Allocation` are dropped, the context is
+/// closed and its segment unlinked (call [`close`](Context::close) to close
+/// it earlier); its memory goes back to the system when the last process
+/// unmaps it.
 #[derive(Clone)]
 pub struct Context {
     pub(crate) shared: Arc<Shared>,
