@@ -245,8 +245,8 @@ impl Table<'_> {
         Ok(())
     }
 
-    /// Removes every name of allocation `id` (at most `expected` of them,
-    /// as counted in its record); fixes the counters.
+    /// Removes every name of allocation `id` (as many as its record
+    /// counts, trying its name hint first); fixes the counters.
     pub(crate) fn remove_names_of(&self, id: AllocId) -> Result<()> {
         let mut left = self.rget(id.idx, rec::PUBS);
         let hint = self.rget(id.idx, rec::NAME_HINT);

@@ -77,28 +77,22 @@ impl Table<'_> {
                 }
             },
         };
-        let off = match self.place(cap)? {
-            Some(off) => off,
-            None => {
-                // Each round empties one cached block; there are at most
-                // `max_allocs` of them.
-                for _ in 0..self.l.max_allocs {
-                    if self.place(cap)?.is_some() {
-                        break;
-                    }
-                    let Some(other) = self.evict_one(discards)? else {
-                        break;
-                    };
-                    self.push(hdr::EMPTY_HEAD, other);
-                }
-                match self.place(cap)? {
-                    Some(off) => off,
-                    None => {
-                        self.push(hdr::EMPTY_HEAD, idx);
-                        return Err(too_big());
-                    }
-                }
+        // Place the block, emptying cached blocks of other classes until
+        // it fits: at most one round per record.
+        let mut placed = None;
+        for _ in 0..=self.l.max_allocs {
+            placed = self.place(cap)?;
+            if placed.is_some() {
+                break;
             }
+            match self.evict_one(discards)? {
+                Some(other) => self.push(hdr::EMPTY_HEAD, other),
+                None => break,
+            }
+        }
+        let Some(off) = placed else {
+            self.push(hdr::EMPTY_HEAD, idx);
+            return Err(too_big());
         };
         let (_, gen_) = self.state(idx)?;
         let gen_ = gen_.wrapping_add(1);

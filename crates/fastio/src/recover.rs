@@ -145,22 +145,15 @@ impl Table<'_> {
         }
         for i in 0..self.l.max_allocs {
             let (st, _) = self.state(i)?;
-            if (st == ACTIVE || st == DOOMED)
-                && let Some(d) = self.reclaim_freed(i)?
-            {
-                report.reclaimed += 1;
-                discards.extend(d);
+            if st == ACTIVE || st == DOOMED {
+                discards.extend(self.reclaim_if_unused(i)?);
+                if self.state(i)?.0 == FREE {
+                    report.reclaimed += 1;
+                }
             }
         }
         self.bump(hdr::RECOVERIES, 1);
         Ok((report, discards))
-    }
-
-    /// Like `reclaim_if_unused`, reporting whether it reclaimed.
-    fn reclaim_freed(&self, i: u32) -> Result<Option<Option<Discard>>> {
-        let before = self.state(i)?.0;
-        let d = self.reclaim_if_unused(i)?;
-        Ok((before != FREE && self.state(i)?.0 == FREE).then_some(d))
     }
 
     /// Checks every invariant of a consistent table (used by tests and by

@@ -128,14 +128,7 @@ fn child_entry() {
 }
 
 fn child(seg: &Segment, role: &str, iters: u64) -> KillOnDrop {
-    KillOnDrop(spawn(
-        ENTRY,
-        role,
-        &[
-            ("SEG", seg.name().unwrap().to_owned()),
-            ("ITERS", iters.to_string()),
-        ],
-    ))
+    spawn_on(ENTRY, seg, role, ("ITERS", iters.to_string()))
 }
 
 #[test]

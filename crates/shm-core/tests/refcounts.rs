@@ -72,14 +72,7 @@ fn child_entry() {
 }
 
 fn kid(seg: &Segment, role: &str, n: u64) -> KillOnDrop {
-    KillOnDrop(spawn(
-        ENTRY,
-        role,
-        &[
-            ("SEG", seg.name().unwrap().to_owned()),
-            ("CHILD", n.to_string()),
-        ],
-    ))
+    spawn_on(ENTRY, seg, role, ("CHILD", n.to_string()))
 }
 
 #[test]

@@ -27,6 +27,18 @@ pub fn spawn(entry: &str, role: &str, vars: &[(&str, String)]) -> Child {
     cmd.spawn().expect("spawn child")
 }
 
+/// Re-executes `entry` with `role` on `seg` (its name in `SEG`) plus one
+/// more variable; the child is killed if the test ends first.
+pub fn spawn_on(
+    entry: &str,
+    seg: &shm_core::Segment,
+    role: &str,
+    var: (&str, String),
+) -> KillOnDrop {
+    let name = seg.name().expect("named segment").to_owned();
+    KillOnDrop(spawn(entry, role, &[("SEG", name), var]))
+}
+
 /// Waits for a child with a bound; a hung child is killed and the test fails.
 pub fn wait_bounded(child: &mut Child, limit: Duration) -> ExitStatus {
     let t0 = Instant::now();
