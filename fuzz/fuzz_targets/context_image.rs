@@ -37,7 +37,9 @@ fn fixture() -> &'static std::sync::Mutex<Fixture> {
         keep.pop().unwrap().free().unwrap();
         let (off, len) = ctx.control_region();
         let mut pristine = vec![0u8; len as usize];
-        ctx.segment().read_bytes(off, &mut pristine).unwrap();
+        // SAFETY: no mapping of the context is alive, and the fixture is
+        // built on one thread.
+        unsafe { ctx.segment().read_bytes(off, &mut pristine) }.unwrap();
         std::sync::Mutex::new(Fixture { ctx, pristine, _keep: keep })
     })
 }
@@ -49,17 +51,17 @@ fn exercise(ctx: &Context) {
     if let Ok(names) = ctx.names() {
         for n in names.iter().take(8) {
             if let Ok(a) = ctx.get(n) {
-                if let Ok(m) = a.map_read() {
+                if let Ok(m) = a.map() {
                     std::hint::black_box(m.first().copied());
                 }
-                let _ = a.map_as_ndobject_read_only().map(|arr| arr.shape().len());
+                let _ = a.map_as_ndobject().map(|arr| arr.shape().len());
                 let _ = a.publish("again");
                 let _ = a.free();
             }
         }
     }
     if let Ok(mut a) = ctx.create(3000) {
-        if let Ok(mut m) = a.map() {
+        if let Ok(mut m) = a.map_mut() {
             if let Some(b) = m.first_mut() {
                 *b = 1;
             }
@@ -87,13 +89,18 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let seg = f.ctx.segment();
-    seg.write_bytes(off, &image).unwrap();
-    let fd = seg.as_fd().try_clone_to_owned().unwrap();
+    // SAFETY (this write and the restore below): no mapping of the context
+    // is alive between inputs (`exercise` drops all of them), the control
+    // words are only ever referenced as atomics, and the fixture's mutex
+    // keeps other threads out.
+    unsafe { seg.write_bytes(off, &image) }.unwrap();
+    let fd = f.ctx.as_fd().try_clone_to_owned().unwrap();
     if let Ok(other) = Segment::from_fd(fd, Access::ReadWrite) {
         if let Ok(ctx) = Context::from_segment(other) {
             exercise(&ctx);
         }
     }
     // Restore for the next input.
-    seg.write_bytes(Offset(off.get()), &f.pristine).unwrap();
+    // SAFETY: as above.
+    unsafe { seg.write_bytes(Offset(off.get()), &f.pristine) }.unwrap();
 });

@@ -1,7 +1,7 @@
 //! Fast I/O benchmarks, each reported by `cargo xtask bench` as a ratio to
 //! the `baseline*` functions measured in the same run.
 //!
-//! * `steady_state`: `get` + `map_read` + unmap + release of a published
+//! * `steady_state`: `get` + `map` + unmap + release of a published
 //!   allocation, against an in-process `HashMap` lookup + `Arc` clone.
 //! * `cycle`: create + publish + get + free of a 4 KiB allocation whose
 //!   block is recycled, against allocating and touching a 4 KiB `Vec`.
@@ -51,7 +51,7 @@ fn steady_state(c: &mut Criterion) {
     g.bench_function("fastio_get_map", |b| {
         b.iter(|| {
             let a = ctx.get(black_box("tensor")).unwrap();
-            let m = a.map_read().unwrap();
+            let m = a.map().unwrap();
             black_box(m[0]);
         })
     });
@@ -156,7 +156,7 @@ fn big_buffers(sock: &UnixStream) {
 fn produce(ctx: &Context, size: usize) {
     let mut a = ctx.create(size as u64).unwrap();
     {
-        let mut m = a.map().unwrap();
+        let mut m = a.map_mut().unwrap();
         for i in (0..size).step_by(PAGE) {
             m[i] = i as u8;
         }
@@ -227,7 +227,7 @@ fn child(path: &str) {
                 let ctx = if cmd == b'w' { &warm } else { &cold };
                 let a = ctx.get("handoff").unwrap();
                 {
-                    let m = a.map_read().unwrap();
+                    let m = a.map().unwrap();
                     sum += m.iter().step_by(PAGE).map(|&b| u64::from(b)).sum::<u64>();
                 }
                 a.free().unwrap();

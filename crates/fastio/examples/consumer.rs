@@ -7,7 +7,7 @@ use fastio::Context;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctx = Context::from_env()?;
     let volume = ctx.get("volume")?;
-    let array = volume.map_as_ndobject_read_only()?;
+    let array = volume.map_as_ndobject()?;
     let values: &[f32] = array.as_slice()?;
     let mean = values.iter().map(|&v| f64::from(v)).sum::<f64>() / values.len() as f64;
     println!(

@@ -29,7 +29,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     {
         // Fill through an ndobject view of the shared memory: value = the
         // channel index (0, 1, 2) plus a small ramp over the last axis.
-        let array = volume.map_as_ndobject()?;
+        let array = volume.map_as_ndobject_mut()?;
         let data = array.shape().to_vec();
         let mut values = Vec::with_capacity(numel as usize);
         for c in 0..data[0] {

@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use shm_core::{HeaderInfo, Offset, Participant, Segment, SegmentOptions, ShmMutex};
+use shm_core::{HeaderInfo, Offset, Participant, ReadOnlyView, Segment, SegmentOptions, ShmMutex};
 
 use crate::allocation::Allocation;
 use crate::error::{Error, Result};
@@ -96,8 +96,8 @@ impl ContextOptions {
 
     /// Back the context with an anonymous `memfd` instead of a named
     /// segment: nothing appears in `/dev/shm`, and other processes reach it
-    /// only through its descriptor ([`Context::segment`] then
-    /// `Segment::from_fd` and [`Context::from_segment`]); its
+    /// only through its descriptor (`Segment::from_fd` on a copy of it,
+    /// then [`Context::from_segment`]); its
     /// [`handle`](Context::handle) is empty.
     pub fn anonymous(mut self, anonymous: bool) -> Self {
         self.anonymous = anonymous;
@@ -129,6 +129,9 @@ pub struct Stats {
 /// What a context handle shares with its allocations.
 pub(crate) struct Shared {
     pub(crate) segment: Segment,
+    /// This process's `PROT_READ` view of the segment: read mappings point
+    /// into it.
+    read_view: ReadOnlyView,
     participant: Mutex<Participant>,
     pub(crate) layout: Layout,
     mutex_offset: Offset,
@@ -214,10 +217,20 @@ impl Shared {
         }
     }
 
-    pub(crate) fn heap_ptr(&self, off: u64, len: u64) -> Result<std::ptr::NonNull<u8>> {
-        Ok(self
-            .segment
-            .ptr(Offset(self.layout.heap_offset + off), len)?)
+    /// A bounds-checked pointer to `len` heap bytes at `off`, in the
+    /// read-write mapping when `writable`, else in the `PROT_READ` view.
+    pub(crate) fn heap_ptr(
+        &self,
+        off: u64,
+        len: u64,
+        writable: bool,
+    ) -> Result<std::ptr::NonNull<u8>> {
+        let at = Offset(self.layout.heap_offset + off);
+        Ok(if writable {
+            self.segment.ptr(at, len)?
+        } else {
+            self.read_view.ptr(at, len)?
+        })
     }
 }
 
@@ -287,9 +300,11 @@ impl Context {
         let words = segment.words(Offset(layout.control_offset), layout.words)?;
         Table::new(words, layout)?.init(opts.cache_limit.unwrap_or(heap_len));
         let participant = segment.join()?;
+        let read_view = segment.map_read_only()?;
         Ok(Context {
             shared: Arc::new(Shared {
                 segment,
+                read_view,
                 participant: Mutex::new(participant),
                 layout,
                 mutex_offset: Offset(data_offset),
@@ -325,9 +340,11 @@ impl Context {
             segment.info().max_participants,
         )?;
         let participant = segment.join()?;
+        let read_view = segment.map_read_only()?;
         let ctx = Context {
             shared: Arc::new(Shared {
                 segment,
+                read_view,
                 participant: Mutex::new(participant),
                 layout,
                 mutex_offset: Offset(data_offset),
@@ -344,19 +361,33 @@ impl Context {
         self.shared.segment.name().unwrap_or("")
     }
 
+    /// The descriptor of the context's shared-memory object, e.g. to pass
+    /// an anonymous context to a child process, which adopts it with
+    /// `shm_core::Segment::from_fd` and [`Context::from_segment`].
+    pub fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.shared.segment.as_fd()
+    }
+
     /// Whether this handle created the context.
     pub fn is_owner(&self) -> bool {
         self.shared.owner
     }
 
-    /// Segment offset and length of the control tables (for inspection
-    /// tools and the fuzz target, which overwrites them).
+    /// Segment offset and length of the control tables. Not public API:
+    /// for this crate's tests and, with the `fuzzing` feature, the fuzz
+    /// target, which overwrites them.
+    #[cfg(any(test, feature = "fuzzing"))]
+    #[doc(hidden)]
     pub fn control_region(&self) -> (Offset, u64) {
         let l = &self.shared.layout;
         (Offset(l.control_offset), 8 * l.words as u64)
     }
 
-    /// The underlying segment (for inspection and tools).
+    /// The underlying segment. Not public API (see
+    /// [`control_region`](Context::control_region)): safe code holding it
+    /// could reach bytes that mappings lend out.
+    #[cfg(any(test, feature = "fuzzing"))]
+    #[doc(hidden)]
     pub fn segment(&self) -> &Segment {
         &self.shared.segment
     }

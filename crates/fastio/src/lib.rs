@@ -15,15 +15,15 @@
 //! * the memory lives while any reference in any process lives, or while
 //!   it is published; [`Allocation::free`] withdraws it from the job
 //!   (existing references and mappings stay valid until they go);
-//! * [`Allocation::map`] / [`Allocation::map_read`] give byte access
+//! * [`Allocation::map_mut`] / [`Allocation::map`] give byte access
 //!   through guards (a write mapping is exclusive across processes), and
-//!   [`Allocation::map_as_ndobject`] an `ndobject` array whose data is the
+//!   [`Allocation::map_as_ndobject_mut`] an `ndobject` array whose data is the
 //!   shared memory itself.
 //!
 //! # Performance
 //!
 //! Every process maps the whole context once, and records address memory
-//! by offset, so `get` + `map` makes no system call. Reclaimed blocks are
+//! by offset, so `get` + `map_mut` makes no system call. Reclaimed blocks are
 //! kept, still committed and faulted in, and reused for the next request
 //! of their size class: a warm handoff touches no new page.
 //!
@@ -48,7 +48,7 @@
 //!
 //! // Producer: create, fill, describe, publish.
 //! let mut a = ctx.create(2 * 3 * 4)?;
-//! a.map()?.copy_from_slice(&[1u8; 24]);
+//! a.map_mut()?.copy_from_slice(&[1u8; 24]);
 //! a.set_type_and_dimensions(Type::primitive(Primitive::Float32), &[2, 3])?;
 //! a.publish("volume")?;
 //! a.release()?;
@@ -57,7 +57,7 @@
 //! let b = ctx.get("volume")?;
 //! assert_eq!(b.dimensions(), &[2, 3]);
 //! assert_eq!(b.element_type().to_string(), "float32");
-//! let array = b.map_as_ndobject_read_only()?;
+//! let array = b.map_as_ndobject()?;
 //! assert_eq!(array.shape(), &[2, 3]);
 //! drop(array);
 //! b.free()?; // the name is gone and the memory reclaimed
@@ -77,6 +77,8 @@ mod ops;
 mod recover;
 mod table;
 
+#[cfg(test)]
+mod context_tests;
 #[cfg(test)]
 mod model_tests;
 

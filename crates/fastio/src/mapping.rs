@@ -1,5 +1,13 @@
 //! Access to an allocation's bytes: guards for byte slices and `ndobject`
-//! arrays over the shared memory itself.
+//! arrays over the shared memory itself. As in `memmap2`, `map` reads and
+//! `map_mut` writes.
+//!
+//! Read access is a page protection, not only a type: every process maps
+//! the context a second time, `PROT_READ`, when it attaches, and read
+//! mappings ([`Mapped`], [`Allocation::map_as_ndobject`]) hand out
+//! addresses in that view. A pointer taken from them (through C, Python or
+//! a cast) faults with `SIGSEGV` when written through. The view is made
+//! once per process, so mapping for reading stays free of system calls.
 //!
 //! This is the only module with `unsafe`. Its argument, used by every
 //! block below:
@@ -37,7 +45,8 @@ enum Kind {
     Write,
 }
 
-/// Registers a mapping of `alloc` and returns the bytes' address.
+/// Registers a mapping of `alloc` and returns the bytes' address: in the
+/// read-only view for [`Kind::Read`], in the read-write one otherwise.
 fn register(alloc: &Allocation, kind: Kind) -> Result<(NonNull<u8>, usize)> {
     let id = alloc.id;
     let (off, size) = alloc.shared.with_table_retry(|l| {
@@ -53,7 +62,10 @@ fn register(alloc: &Allocation, kind: Kind) -> Result<(NonNull<u8>, usize)> {
         e
     };
     let len = usize::try_from(size).map_err(|_| undo(Error::corrupt("size exceeds memory")))?;
-    let ptr = alloc.shared.heap_ptr(off, size).map_err(undo)?;
+    let ptr = alloc
+        .shared
+        .heap_ptr(off, size, kind == Kind::Write)
+        .map_err(undo)?;
     Ok((ptr, len))
 }
 
@@ -82,11 +94,11 @@ pub struct MappedMut<'a> {
 }
 
 impl Allocation {
-    /// Maps the memory for reading. Fails with [`Error::MapConflict`] while
-    /// any process has it mapped for writing, and with [`Error::Freed`]
-    /// after it was freed. No system call: every process maps the whole
-    /// context once.
-    pub fn map_read(&self) -> Result<Mapped<'_>> {
+    /// Maps the memory for reading, from this process's `PROT_READ` view of
+    /// the context (writing through the address faults). Fails with
+    /// [`Error::MapConflict`] while any process has it mapped for writing,
+    /// and with [`Error::Freed`] after it was freed. No system call.
+    pub fn map(&self) -> Result<Mapped<'_>> {
         let (ptr, len) = register(self, Kind::Read)?;
         Ok(Mapped {
             alloc: self,
@@ -97,7 +109,7 @@ impl Allocation {
 
     /// Maps the memory for reading and writing, exclusively: fails fast
     /// with [`Error::MapConflict`] while any other mapping exists anywhere.
-    pub fn map(&mut self) -> Result<MappedMut<'_>> {
+    pub fn map_mut(&mut self) -> Result<MappedMut<'_>> {
         let (ptr, len) = register(self, Kind::Write)?;
         Ok(MappedMut {
             alloc: self,
@@ -106,18 +118,19 @@ impl Allocation {
         })
     }
 
-    /// An `ndobject` array of this allocation's type and dimensions whose
-    /// data is the shared memory itself, writable, and exclusive like
-    /// [`map`](Allocation::map). Its memory block holds its own reference
-    /// and the mapping, so the array (and its views) outlive `self`.
+    /// A read-only `ndobject` array of this allocation's type and
+    /// dimensions whose data is the shared memory itself, in the
+    /// `PROT_READ` view, shared like [`map`](Allocation::map). Its memory
+    /// block holds its own reference and the mapping, so the array (and its
+    /// views) outlive `self`.
     pub fn map_as_ndobject(&self) -> Result<Array> {
-        self.array(Kind::Write)
+        self.array(Kind::Read)
     }
 
-    /// As [`map_as_ndobject`](Allocation::map_as_ndobject), read-only and
-    /// shared like [`map_read`](Allocation::map_read).
-    pub fn map_as_ndobject_read_only(&self) -> Result<Array> {
-        self.array(Kind::Read)
+    /// As [`map_as_ndobject`](Allocation::map_as_ndobject), writable and
+    /// exclusive like [`map_mut`](Allocation::map_mut).
+    pub fn map_as_ndobject_mut(&self) -> Result<Array> {
+        self.array(Kind::Write)
     }
 
     fn array(&self, kind: Kind) -> Result<Array> {

@@ -91,8 +91,8 @@ fn publications_keep_their_copy_of_the_metadata() {
     }
     // The same memory under every name: a write through one is seen by all.
     drop((g32, g16, again));
-    a.map().unwrap()[0] = 42;
-    assert_eq!(ctx.get("as-int16").unwrap().map_read().unwrap()[0], 42);
+    a.map_mut().unwrap()[0] = 42;
+    assert_eq!(ctx.get("as-int16").unwrap().map().unwrap()[0], 42);
     ctx.check().unwrap();
 }
 
@@ -102,7 +102,7 @@ fn arrays_keep_the_memory_after_everything_else_is_gone() {
     let mut a = ctx.create(8).unwrap();
     a.set_type_and_dimensions(Type::primitive(Primitive::Float32), &[2])
         .unwrap();
-    let arr = a.map_as_ndobject().unwrap();
+    let arr = a.map_as_ndobject_mut().unwrap();
     arr.set(&[1], 2.5f32).unwrap();
     a.free().unwrap();
     // Freed and released, but the array's block holds a reference.

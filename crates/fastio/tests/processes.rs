@@ -31,7 +31,7 @@ fn child_entry() {
         "producer" => {
             let mut a = ctx.create(4096 * 3).unwrap();
             assert!(matches!(ctx.get("vol"), Err(Error::UnknownName(_))));
-            for (i, b) in a.map().unwrap().iter_mut().enumerate() {
+            for (i, b) in a.map_mut().unwrap().iter_mut().enumerate() {
                 *b = pattern(i);
             }
             a.publish("vol-bytes").unwrap();
@@ -39,13 +39,13 @@ fn child_entry() {
             a.publish("vol").unwrap();
             assert!(matches!(a.publish("vol"), Err(Error::NameExists(_))));
             // The local object stays valid after publishing.
-            assert_eq!(a.map_read().unwrap()[5], pattern(5));
+            assert_eq!(a.map().unwrap()[5], pattern(5));
             a.release().unwrap();
         }
         // Reads a published allocation, checks it, and waits for `GO`.
         "reader" => {
             let a = ctx.get("shared").unwrap();
-            let m = a.map_read().unwrap();
+            let m = a.map().unwrap();
             assert!(m.iter().enumerate().all(|(i, &b)| b == pattern(i)));
             ctx.create(1).unwrap().publish(&var("READY")).unwrap();
             wait_for("go", || ctx.names().unwrap().iter().any(|n| n == "go"));
@@ -57,8 +57,8 @@ fn child_entry() {
             let mut x = ctx.get("x").unwrap();
             let _also = ctx.get("x").unwrap();
             let y = ctx.create(8192).unwrap();
-            let _ym = y.map_read().unwrap();
-            let _xm = x.map().unwrap();
+            let _ym = y.map().unwrap();
+            let _xm = x.map_mut().unwrap();
             ctx.create(1).unwrap().publish("holding").unwrap();
             park();
         }
@@ -86,15 +86,112 @@ fn child_entry() {
         }
         "mean" => {
             let a = ctx.get("vol").unwrap();
-            let arr = a.map_as_ndobject_read_only().unwrap();
+            let arr = a.map_as_ndobject().unwrap();
             drop(a);
             let v = arr.to_vec::<f32>().unwrap();
             let mean = v.iter().map(|&x| f64::from(x)).sum::<f64>() / v.len() as f64;
             assert_eq!(arr.shape(), &[2, 3, 4]);
             assert!((mean - 11.5).abs() < 1e-9, "mean {mean}");
         }
+        // Writes through the address of a read mapping: must die by SIGSEGV.
+        "write_input" => {
+            let a = ctx.get("x").unwrap();
+            let via_array = var("VIA") == "array";
+            let arr;
+            let m;
+            let addr = if via_array {
+                arr = a.map_as_ndobject().unwrap();
+                arr.data_address()
+            } else {
+                m = a.map().unwrap();
+                m.as_ptr() as usize
+            };
+            // SAFETY: none; this is what a C or Python consumer could do
+            // with the address. The page is PROT_READ, so the store faults
+            // before anything is written, and the process dies.
+            unsafe { std::ptr::write_volatile(addr as *mut u8, 0xEE) };
+            std::process::exit(0); // not reached when the protection works
+        }
+        // Holds a write mapping, then forks a child (no exec) that inherits
+        // every descriptor, and waits to be killed.
+        "fork_writer" => {
+            let mut x = ctx.get("x").unwrap();
+            let _xm = x.map_mut().unwrap();
+            // SAFETY: the forked child only calls async-signal-safe
+            // functions (sleep, _exit).
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                // SAFETY: async-signal-safe calls only.
+                unsafe {
+                    for _ in 0..120 {
+                        libc::sleep(1);
+                    }
+                    libc::_exit(0);
+                }
+            }
+            let mut note = ctx.create(8).unwrap();
+            note.map_mut()
+                .unwrap()
+                .copy_from_slice(&u64::from(pid as u32).to_le_bytes());
+            note.publish("forked").unwrap();
+            park();
+        }
         other => panic!("unknown role {other}"),
     }
+}
+
+#[test]
+fn writing_through_a_read_mapping_faults() {
+    use std::os::unix::process::ExitStatusExt;
+    let ctx = context(1 << 20);
+    let x = publish_pattern(&ctx, "x", 8192);
+    for via in ["bytes", "array"] {
+        let mut child = spawn(ENTRY, &ctx, "write_input", &[("VIA", via.into())]);
+        let st = child.wait(std::time::Duration::from_secs(60));
+        assert_eq!(st.signal(), Some(11), "{via}: the write must fault: {st:?}");
+    }
+    // Nothing changed, and the dead readers' mappings are reclaimed.
+    let m = x.map().unwrap();
+    assert!(m.iter().enumerate().all(|(i, &b)| b == pattern(i)));
+    drop(m);
+    assert!(x.try_clone().unwrap().map_mut().is_ok());
+    ctx.check().unwrap();
+}
+
+#[test]
+fn killed_writer_with_a_live_forked_child_is_reclaimed() {
+    let ctx = context(1 << 20);
+    let x = publish_pattern(&ctx, "x", 4096);
+    let mut writer = spawn(ENTRY, &ctx, "fork_writer", &[]);
+    wait_published(&ctx, "forked");
+    let forked = {
+        let note = ctx.get("forked").unwrap();
+        let m = note.map().unwrap();
+        u64::from_le_bytes(m[..8].try_into().unwrap()) as libc::pid_t
+    };
+    struct KillOnDrop(libc::pid_t);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            // SAFETY: kill(2) on a PID we were told; at worst it names no
+            // process any more.
+            unsafe { libc::kill(self.0, libc::SIGKILL) };
+        }
+    }
+    let forked = KillOnDrop(forked);
+    assert!(matches!(x.map(), Err(Error::MapConflict(_))));
+    writer.kill9();
+    assert!(
+        std::path::Path::new(&format!("/proc/{}", forked.0)).exists(),
+        "the forked child outlives its parent"
+    );
+    // The forked child still holds the writer's descriptors, but the
+    // writer is dead: its write mapping is reclaimed and readers proceed.
+    let m = x.map().expect("the dead writer's mapping was dropped");
+    assert!(m.iter().enumerate().all(|(i, &b)| b == pattern(i)));
+    drop(m);
+    drop(forked);
+    ctx.check().unwrap();
 }
 
 #[test]
@@ -107,16 +204,16 @@ fn published_data_and_metadata_outlive_the_producer() {
     let b = ctx.get("vol-bytes").unwrap();
     assert_eq!(b.element_type().to_string(), "uint8");
     assert_eq!(b.dimensions(), &[4096 * 3]);
-    let m = a.map_read().unwrap();
+    let m = a.map().unwrap();
     assert!(m.iter().enumerate().all(|(i, &x)| x == pattern(i)));
     // Both names refer to the same memory.
-    assert_eq!(b.map_read().unwrap()[100], m[100]);
+    assert_eq!(b.map().unwrap()[100], m[100]);
     drop(m);
     // The producer's hold is gone; the publications keep the memory.
     assert_eq!(ctx.stats().unwrap().live_allocations, 1);
     a.free().unwrap();
     assert!(matches!(ctx.get("vol-bytes"), Err(Error::UnknownName(_))));
-    assert!(matches!(b.map_read(), Err(Error::Freed)));
+    assert!(matches!(b.map(), Err(Error::Freed)));
     drop(b);
     let s = ctx.stats().unwrap();
     assert_eq!((s.live_allocations, s.published_names), (0, 0));
@@ -125,7 +222,7 @@ fn published_data_and_metadata_outlive_the_producer() {
 
 fn publish_pattern(ctx: &Context, name: &str, size: usize) -> fastio::Allocation {
     let mut a = ctx.create(size as u64).unwrap();
-    for (i, b) in a.map().unwrap().iter_mut().enumerate() {
+    for (i, b) in a.map_mut().unwrap().iter_mut().enumerate() {
         *b = pattern(i);
     }
     a.publish(name).unwrap();
@@ -141,12 +238,12 @@ fn two_consumers_map_one_allocation_and_writers_are_excluded() {
     wait_published(&ctx, "r1");
     wait_published(&ctx, "r2");
     // Both read mappings exist: a write mapping fails fast, reads do not.
-    assert!(matches!(a.map(), Err(Error::MapConflict(_))));
-    assert!(a.map_read().is_ok());
+    assert!(matches!(a.map_mut(), Err(Error::MapConflict(_))));
+    assert!(a.map().is_ok());
     ctx.create(1).unwrap().publish("go").unwrap();
     assert!(r1.success() && r2.success());
     // Both readers are gone: the writer may map again.
-    assert!(a.map().is_ok());
+    assert!(a.map_mut().is_ok());
     ctx.check().unwrap();
 }
 
@@ -174,10 +271,10 @@ fn killed_holder_is_reclaimed_and_others_keep_working() {
     let before = ctx.stats().unwrap();
     let mut holder = spawn(ENTRY, &ctx, "holder", &[]);
     wait_published(&ctx, "holding");
-    assert!(matches!(x.map_read(), Err(Error::MapConflict(_))));
+    assert!(matches!(x.map(), Err(Error::MapConflict(_))));
     holder.kill9();
     // Mapping conflicts trigger recovery of dead holders by themselves.
-    let m = x.map_read().expect("the dead writer's mapping was dropped");
+    let m = x.map().expect("the dead writer's mapping was dropped");
     drop(m);
     let report = ctx.recover().unwrap();
     assert_eq!(report.dead_holds, 0, "already recovered: {report:?}");
@@ -224,12 +321,12 @@ fn map_as_ndobject_in_another_process() {
     let mut a = ctx.create(24 * 4).unwrap();
     a.set_type_and_dimensions(f32_type(), &[2, 3, 4]).unwrap();
     {
-        let arr = a.map_as_ndobject().unwrap();
+        let arr = a.map_as_ndobject_mut().unwrap();
         for i in 0..24usize {
             arr.set(&[i / 12, (i / 4) % 3, i % 4], i as f32).unwrap();
         }
         // Exclusive: no other mapping while the writable array lives.
-        assert!(matches!(a.map_read(), Err(Error::MapConflict(_))));
+        assert!(matches!(a.map(), Err(Error::MapConflict(_))));
     }
     a.publish("vol").unwrap();
     assert!(spawn(ENTRY, &ctx, "mean", &[]).success());

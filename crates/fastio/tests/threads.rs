@@ -16,15 +16,15 @@ fn threads_share_a_context() {
                 for i in 0..200u32 {
                     let name = format!("t{t}-{i}");
                     let mut a = ctx.create(4096 * u64::from(1 + i % 4)).unwrap();
-                    a.map().unwrap()[0] = t as u8;
+                    a.map_mut().unwrap()[0] = t as u8;
                     a.publish(&name).unwrap();
                     let b = ctx.get(&name).unwrap();
                     {
                         // Two read mappings from two local references.
-                        let (ma, mb) = (a.map_read().unwrap(), b.map_read().unwrap());
+                        let (ma, mb) = (a.map().unwrap(), b.map().unwrap());
                         assert_eq!((ma[0], mb[0]), (t as u8, t as u8));
                         let mut c = ctx.get(&name).unwrap();
-                        assert!(matches!(c.map(), Err(Error::MapConflict(_))));
+                        assert!(matches!(c.map_mut(), Err(Error::MapConflict(_))));
                     }
                     a.release().unwrap();
                     b.free().unwrap();

@@ -88,12 +88,4 @@ impl ReadOnlyView {
         // the shared one, bounds checked against the accessible length).
         Ok(unsafe { NonNull::new_unchecked(self.map.as_mut_ptr().add(off)) })
     }
-
-    /// Copies bytes at `offset` of the data region into `dst`.
-    pub fn read_bytes(&self, offset: Offset, dst: &mut [u8]) -> Result<()> {
-        let src = self.ptr(offset, dst.len() as u64)?;
-        // SAFETY: readable in-bounds source (checked); distinct destination.
-        unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr(), dst.len()) };
-        Ok(())
-    }
 }

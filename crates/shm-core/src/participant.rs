@@ -2,7 +2,7 @@
 //! their liveness is established.
 //!
 //! The registry is an array of 32-byte slots after the header:
-//! `{state, generation, pid, uid, joined_unix_ns, reserved}`. Joining takes
+//! `{state, generation, pid, uid, joined_unix_ns, start_time}`. Joining takes
 //! a non-blocking exclusive **OFD lock on byte `1 + slot`** of the segment
 //! through a private open file description, then bumps the slot's
 //! generation. The kernel releases OFD locks when the last descriptor of
@@ -11,6 +11,24 @@
 //! the kernel, not a PID guess: a recycled PID cannot make a dead
 //! participant look alive. Owner tokens carry the generation, so a token of
 //! a previous occupant of a reused slot is recognisably dead too.
+//!
+//! ## Liveness belongs to the process that joined, even across `fork`
+//!
+//! An OFD lock belongs to an open file description, and `fork` shares
+//! descriptions: a child forked without `exec` keeps the parent's slot
+//! lock held after the parent dies. So the lock alone would take a
+//! SIGKILLed participant with a live forked child for alive, and every
+//! lock or hold it had would stay taken until the child exits. The slot
+//! therefore also records the joining process's PID and **start time**
+//! (`/proc/<pid>/stat`, field 22), and a participant is alive only while
+//! both hold: the slot lock is held *and* that PID still names a running
+//! (not zombie) process started at that time. A recycled PID has another
+//! start time; a dead parent is a zombie or gone.
+//!
+//! Consequence for forked children: a child must not use its parent's
+//! `Participant` (or anything built on it). It joins anew, which gives it
+//! its own slot, PID and start time. The PID is that of the joiner's PID
+//! namespace, so all participants of a segment must share one.
 
 use std::cell::Cell;
 use std::fmt;
@@ -38,7 +56,8 @@ pub(crate) struct Slot {
     pub(crate) pid: StdU32,
     pub(crate) uid: StdU32,
     pub(crate) joined_unix_ns: StdU64,
-    pub(crate) reserved: StdU64,
+    /// Start time of the joining process (0: unknown, lock alone decides).
+    pub(crate) start_time: StdU64,
 }
 
 const _: () = assert!(size_of::<Slot>() as u64 == crate::header::SLOT_SIZE);
@@ -60,7 +79,8 @@ pub struct ParticipantInfo {
     pub generation: u32,
     /// Process id recorded by the latest occupant (informational).
     pub pid: u32,
-    /// Whether the slot's kernel lock is held, i.e. the occupant is alive.
+    /// Whether the occupant is alive: the slot's kernel lock is held and the
+    /// recorded process still runs (see the module docs on `fork`).
     pub alive: bool,
 }
 
@@ -106,8 +126,13 @@ impl Participant {
                 continue;
             }
             let s = shared.slot(slot);
+            // The process identity first, then the generation (release):
+            // whoever sees our generation sees our PID and start time.
+            let pid = sys::pid();
+            s.pid.store(pid, Ordering::Relaxed);
+            s.start_time
+                .store(sys::process_start_time(pid).unwrap_or(0), Ordering::Relaxed);
             let generation = s.generation.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
-            s.pid.store(sys::pid(), Ordering::Relaxed);
             s.uid.store(sys::euid(), Ordering::Relaxed);
             s.joined_unix_ns
                 .store(crate::segment::unix_ns(), Ordering::Relaxed);
@@ -194,9 +219,22 @@ impl Shared {
         if self.slot(slot).generation.load(Ordering::Acquire) & TOKEN_GEN_MASK != generation {
             return false;
         }
+        self.slot_alive(slot)
+    }
+
+    /// Whether the occupant of `slot` is alive: its kernel lock is held by
+    /// some open file description, and the process that joined still runs
+    /// (a forked child can hold the lock after the joiner died).
+    fn slot_alive(&self, slot: u32) -> bool {
         // A failing probe is treated as "alive": never declare a live owner
         // dead. (It cannot fail for a valid descriptor and range.)
-        sys::ofd_is_locked(self.fd.as_fd(), slot_byte(slot)).unwrap_or(true)
+        if !sys::ofd_is_locked(self.fd.as_fd(), slot_byte(slot)).unwrap_or(true) {
+            return false;
+        }
+        let s = self.slot(slot);
+        let start_time = s.start_time.load(Ordering::Acquire);
+        start_time == 0
+            || sys::process_start_time(s.pid.load(Ordering::Acquire)) == Some(start_time)
     }
 
     /// Snapshot of all registry slots that were ever used.
@@ -212,7 +250,7 @@ impl Shared {
                     slot,
                     generation,
                     pid: s.pid.load(Ordering::Relaxed),
-                    alive: sys::ofd_is_locked(self.fd.as_fd(), slot_byte(slot)).unwrap_or(true),
+                    alive: self.slot_alive(slot),
                 })
             })
             .collect()

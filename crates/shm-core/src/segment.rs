@@ -578,28 +578,47 @@ impl Segment {
         Ok(unsafe { NonNull::new_unchecked(self.shared.base().add(off)) })
     }
 
-    /// Copies `src` into the data region at `offset`.
+    /// Copies `src` into the data region at `offset`, after a bounds check.
     ///
-    /// Concurrent unsynchronised writers of the same bytes (in any process)
-    /// produce torn data, not memory unsafety in this process; use the locks
-    /// to serialise.
-    pub fn write_bytes(&self, offset: Offset, src: &[u8]) -> Result<()> {
+    /// Concurrent unsynchronised writers of the same bytes in *other*
+    /// processes produce torn data; use the locks to serialise them.
+    ///
+    /// # Safety
+    ///
+    /// A layer above may have lent the range out as Rust references (as
+    /// `fastio` does with `&mut [u8]` of a write mapping). The caller must
+    /// ensure that, in this process, no reference to any byte of
+    /// `[offset, offset + src.len())` is alive other than through
+    /// `UnsafeCell`-based types (atomics from [`Segment::at`] /
+    /// [`Segment::words`]), and that no other thread of this process
+    /// accesses the range during the call.
+    pub unsafe fn write_bytes(&self, offset: Offset, src: &[u8]) -> Result<()> {
         if self.shared.access != Access::ReadWrite {
             return Err(Error::ReadOnly);
         }
         let dst = self.ptr(offset, src.len() as u64)?;
         // SAFETY: `dst..dst+src.len()` is inside the writable mapping
         // (bounds checked above, read-write access checked); `src` is a
-        // separate Rust allocation so the ranges do not overlap.
+        // separate Rust allocation so the ranges do not overlap; the caller
+        // guarantees no reference in this process is invalidated.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_ptr(), src.len()) };
         Ok(())
     }
 
-    /// Copies bytes at `offset` of the data region into `dst`.
-    pub fn read_bytes(&self, offset: Offset, dst: &mut [u8]) -> Result<()> {
+    /// Copies bytes at `offset` of the data region into `dst`, after a
+    /// bounds check.
+    ///
+    /// # Safety
+    ///
+    /// The caller must ensure that, in this process, no `&mut` reference to
+    /// any byte of `[offset, offset + dst.len())` is alive (a layer above
+    /// may lend one out, as `fastio`'s write mappings do), and that no other
+    /// thread of this process writes the range during the call.
+    pub unsafe fn read_bytes(&self, offset: Offset, dst: &mut [u8]) -> Result<()> {
         let src = self.ptr(offset, dst.len() as u64)?;
         // SAFETY: the source range is inside the mapping (checked above) and
-        // readable; `dst` is a distinct, exclusively borrowed buffer.
+        // readable; `dst` is a distinct, exclusively borrowed buffer; the
+        // caller guarantees no `&mut` in this process covers the source.
         unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr(), dst.len()) };
         Ok(())
     }

@@ -264,3 +264,50 @@ pub(crate) fn euid() -> u32 {
 pub(crate) fn pid() -> u32 {
     rustix::process::getpid().as_raw_nonzero().get() as u32
 }
+
+/// Identity of a live process: its start time (`/proc/<pid>/stat` field
+/// 22, clock ticks after boot), which a recycled PID does not share.
+/// `None` when the process does not exist, is a zombie (dead, not yet
+/// reaped), or `/proc` cannot be read.
+pub(crate) fn process_start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat_start_time(&stat)
+}
+
+/// The start time from the text of a `/proc/<pid>/stat` file, `None` for
+/// a zombie or dead process (state `Z`, `X` or `x`) or unparsable text.
+/// The command name (field 2) may hold spaces and parentheses, so fields
+/// are counted after the last `)`.
+pub(crate) fn parse_stat_start_time(stat: &[u8]) -> Option<u64> {
+    let close = stat.iter().rposition(|&b| b == b')')?;
+    let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
+    let mut fields = rest.split_ascii_whitespace();
+    // Field 3 is the state; field 22 the start time.
+    let state = fields.next()?;
+    if matches!(state, "Z" | "X" | "x") {
+        return None;
+    }
+    fields.nth(18)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_start_time_is_field_22_after_the_name() {
+        let line = b"1234 (a) b (c)) S 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 999 23 24\n";
+        assert_eq!(parse_stat_start_time(line), Some(999));
+        let zombie = b"1234 (x) Z 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 999 23\n";
+        assert_eq!(parse_stat_start_time(zombie), None);
+        assert_eq!(parse_stat_start_time(b"garbage"), None);
+        assert_eq!(parse_stat_start_time(b"1 (x) S 1 2"), None);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "reads /proc")]
+    fn own_start_time_is_stable() {
+        let t = process_start_time(pid()).expect("our own /proc entry");
+        assert_eq!(process_start_time(pid()), Some(t));
+    }
+}

@@ -18,6 +18,7 @@ const INSIDE_W: u64 = 516;
 const VIOLATIONS: u64 = 520;
 const FLAG: u64 = 524;
 const MAX_R: u64 = 528;
+const FORKED_PID: u64 = 532;
 const ENTRY: &str = "child_entry";
 
 fn off(seg: &Segment, rel: u64) -> Offset {
@@ -28,15 +29,14 @@ fn a32(seg: &Segment, rel: u64) -> &AtomicU32 {
 }
 fn bump_counter(seg: &Segment) {
     let mut b = [0u8; 8];
-    seg.read_bytes(off(seg, COUNTER), &mut b).unwrap();
+    read_bytes(seg, off(seg, COUNTER), &mut b).unwrap();
     let v = u64::from_le_bytes(b) + 1;
     std::hint::black_box(&v);
-    seg.write_bytes(off(seg, COUNTER), &v.to_le_bytes())
-        .unwrap();
+    write_bytes(seg, off(seg, COUNTER), &v.to_le_bytes()).unwrap();
 }
 fn read_counter(seg: &Segment) -> u64 {
     let mut b = [0u8; 8];
-    seg.read_bytes(off(seg, COUNTER), &mut b).unwrap();
+    read_bytes(seg, off(seg, COUNTER), &mut b).unwrap();
     u64::from_le_bytes(b)
 }
 
@@ -72,6 +72,30 @@ fn child_entry() {
         }
         "hold_mutex" => {
             let _g = mutex.lock(&p).unwrap();
+            hold_forever();
+        }
+        // Holds the mutex, then forks a child (no exec) that inherits the
+        // participant's open file description and so its slot lock.
+        "hold_mutex_and_fork" => {
+            let _g = mutex.lock(&p).unwrap();
+            // SAFETY: the forked child calls only async-signal-safe
+            // functions (getpid, sleep, _exit) and touches the segment
+            // through an atomic store.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0, "fork failed");
+            if pid == 0 {
+                // SAFETY: async-signal-safe calls only (see above).
+                unsafe {
+                    a32(&seg, FORKED_PID).store(libc::getpid() as u32, Ordering::SeqCst);
+                    for _ in 0..120 {
+                        libc::sleep(1);
+                    }
+                    libc::_exit(0);
+                }
+            }
+            wait_until(Duration::from_secs(30), || {
+                a32(&seg, FORKED_PID).load(Ordering::SeqCst) != 0
+            });
             hold_forever();
         }
         "hold_write" => {
@@ -227,6 +251,53 @@ fn mutex_holder_killed_waiter_released_with_owner_died() {
     g.mark_consistent();
     drop(g);
     assert!(!mutex.lock(&p).unwrap().owner_died());
+}
+
+/// Kills a process that is not our child (a forked grandchild) on drop.
+struct KillPidOnDrop(u32);
+
+impl Drop for KillPidOnDrop {
+    fn drop(&mut self) {
+        if self.0 != 0 {
+            // SAFETY: kill(2) with a PID we read from the child; at worst
+            // it names no process any more.
+            unsafe { libc::kill(self.0 as libc::pid_t, libc::SIGKILL) };
+        }
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "needs real syscalls")]
+fn killed_holder_with_a_live_forked_child_is_dead() {
+    let seg = new_segment();
+    let mut holder = spawn_holder(&seg, "hold_mutex_and_fork");
+    assert!(wait_until(Duration::from_secs(30), || {
+        a32(&seg, FORKED_PID).load(Ordering::SeqCst) != 0
+    }));
+    let forked = KillPidOnDrop(a32(&seg, FORKED_PID).load(Ordering::SeqCst));
+    let mutex: &ShmMutex = seg.at(off(&seg, MUTEX)).unwrap();
+    let p = seg.join().unwrap();
+    assert!(matches!(
+        mutex.try_lock(&p),
+        Err(shm_core::LockError::WouldBlock)
+    ));
+    kill9(&mut holder.0);
+    // The forked child still holds the slot's OFD lock, but the process
+    // that joined is gone: the lock is taken over at once.
+    assert!(
+        std::path::Path::new(&format!("/proc/{}", forked.0)).exists(),
+        "the forked child must outlive its parent for this test"
+    );
+    let g = mutex.lock_timeout(&p, Duration::from_secs(5)).unwrap();
+    assert!(g.owner_died());
+    let dead: Vec<_> = seg
+        .participants()
+        .into_iter()
+        .filter(|i| !i.alive)
+        .collect();
+    assert_eq!(dead.len(), 1, "the killed holder's slot reads dead");
+    drop(g);
+    drop(forked);
 }
 
 #[test]

@@ -5,6 +5,8 @@
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use shm_core::{Offset, Segment};
+
 /// Environment variable that selects a child's role.
 pub const ROLE: &str = "SHMCORE_TEST_ROLE";
 
@@ -90,4 +92,22 @@ impl Drop for KillOnDrop {
             let _ = self.0.wait();
         }
     }
+}
+
+/// `seg.write_bytes` for tests. These tests never lend out references to
+/// segment bytes (only atomics from `at`/`words`), and each copy runs on
+/// one thread, which is what the unsafe method asks of its caller.
+#[allow(dead_code)]
+pub fn write_bytes(seg: &Segment, offset: Offset, src: &[u8]) -> shm_core::Result<()> {
+    // SAFETY: see above: no reference other than atomics covers the range,
+    // and no other thread of this process touches it during the copy.
+    unsafe { seg.write_bytes(offset, src) }
+}
+
+/// `seg.read_bytes` for tests (see [`write_bytes`]).
+#[allow(dead_code)]
+pub fn read_bytes(seg: &Segment, offset: Offset, dst: &mut [u8]) -> shm_core::Result<()> {
+    // SAFETY: no `&mut` to segment bytes exists in these tests, and no
+    // other thread of this process writes the range during the copy.
+    unsafe { seg.read_bytes(offset, dst) }
 }
