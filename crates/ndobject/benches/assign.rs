@@ -49,18 +49,18 @@ fn benches(c: &mut Criterion) {
     let wide = Array::from_slice(&vec![0f32; 2 * N], &[2 * N]).unwrap();
     let strided = wide.view(&[Index::slice(None, None, 2)]).unwrap();
     g.bench_function("strided_step2", |b| {
-        b.iter(|| black_box(strided.to_contiguous()))
+        b.iter(|| black_box(strided.to_contiguous().unwrap()))
     });
     let mut raw = vec![0u8; N * 4 + 1];
     raw[0] = 1;
     let block = MemoryBlock::from_owner(raw);
     let unaligned = Array::from_block(&block, 1, "float32".parse().unwrap(), &[N]).unwrap();
     g.bench_function("unaligned", |b| {
-        b.iter(|| black_box(unaligned.to_contiguous()))
+        b.iter(|| black_box(unaligned.to_contiguous().unwrap()))
     });
     let reversed = a.view(&[Index::slice(None, None, -1)]).unwrap();
     g.bench_function("negative_stride", |b| {
-        b.iter(|| black_box(reversed.to_contiguous()))
+        b.iter(|| black_box(reversed.to_contiguous().unwrap()))
     });
     g.finish();
 }

@@ -204,39 +204,35 @@ impl Array {
         Ok(())
     }
 
-    /// The raw bytes of the elements in C order.
-    pub fn to_bytes(&self) -> Vec<u8> {
+    /// The raw bytes of the elements in C order. An array without read
+    /// access is an error.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let mut out = vec![0u8; self.byte_span()];
         // SAFETY: `out` has room for `byte_span()` bytes and is not in the
         // block; `gather` runs under the read protocol.
-        let read = self.with_read(|base| unsafe { self.gather(base, out.as_mut_ptr()) });
-        // A read-access error gives no bytes.
-        if read.is_err() {
-            out.clear();
-        }
-        out
+        self.with_read(|base| unsafe { self.gather(base, out.as_mut_ptr()) })?;
+        Ok(out)
     }
 
     /// A C-contiguous, aligned, writable copy in a new block. An
-    /// `unaligned[T]` element type becomes `T`.
-    pub fn to_contiguous(&self) -> Array {
+    /// `unaligned[T]` element type becomes `T`. An array without read
+    /// access is an error.
+    pub fn to_contiguous(&self) -> Result<Array> {
         let element = match self.element.kind() {
             TypeKind::Unaligned(inner) => inner.clone(),
             _ => self.element.clone(),
         };
-        let copy = Array::alloc(element, &self.shape, self.meta.clone())
-            .unwrap_or_else(|_| unreachable!("the source's shape and element fit"));
+        let copy = Array::alloc(element, &self.shape, self.meta.clone())?;
         // `copy` is new: no other handle reaches its block, so holding its
-        // write guard inside this array's read guard cannot deadlock. A
-        // source without read access gives zeros.
-        let _ = self.with_read(|src| {
+        // write guard inside this array's read guard cannot deadlock.
+        self.with_read(|src| {
             copy.with_write(|dst| {
                 // SAFETY: the new block holds exactly `byte_span()` bytes
                 // and is not this array's block; we hold both guards.
                 unsafe { self.gather(src, dst.as_ptr()) }
             })
-        });
-        copy
+        })??;
+        Ok(copy)
     }
 
     /// Copies the elements' bytes in C order to `dst`, a row of the last

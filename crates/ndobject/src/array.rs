@@ -496,6 +496,41 @@ impl Array {
         Ok(f(base))
     }
 
+    /// Runs `f` with `src`'s base pointer under its read protocol and
+    /// `dst`'s under its write protocol, at once. The guards are taken in
+    /// the order of the blocks' addresses, so two threads assigning in
+    /// opposite directions cannot deadlock. The blocks must differ.
+    pub(crate) fn with_read_write<R>(
+        src: &Array,
+        dst: &Array,
+        f: impl FnOnce(NonNull<u8>, NonNull<u8>) -> R,
+    ) -> Result<R> {
+        if !src.flags.contains(AccessFlags::READ) {
+            return Err(Error::NotWritable("the array has no read access"));
+        }
+        if dst.flags.is_immutable() {
+            return Err(Error::NotWritable("the array is immutable"));
+        }
+        if !dst.flags.is_writable() {
+            return Err(Error::NotWritable("the array is read-only"));
+        }
+        if src.block.ptr_eq(&dst.block) {
+            return Err(Error::TypeMismatch(
+                "internal: reading and writing one block at once".into(),
+            ));
+        }
+        let (sb, _) = src.block.data_range()?;
+        let (db, _) = dst.block.data_range()?;
+        let (_r, _w) = if src.block.address() < dst.block.address() {
+            let r = src.block.read_guard();
+            (r, dst.block.write_guard()?)
+        } else {
+            let w = dst.block.write_guard()?;
+            (src.block.read_guard(), w)
+        };
+        Ok(f(sb, db))
+    }
+
     pub(crate) fn storage(&self) -> Result<Storage> {
         Storage::of(&self.element)
             .ok_or_else(|| Error::TypeMismatch(format!("{} is not a primitive type", self.element)))

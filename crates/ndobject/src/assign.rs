@@ -1,17 +1,22 @@
 //! Assignment with casting between primitive types, under DyND-style
 //! error modes, from any layout to any layout.
 
-use dtype::{Primitive, PrimitiveKind, Type, TypeKind};
+use dtype::{Primitive, PrimitiveKind, Type};
 
 use crate::array::Array;
-use crate::element::{Scalar, Storage};
+use crate::cast;
+use crate::element::Scalar;
 use crate::error::{Error, Result};
+use crate::kernel;
 
 /// What a cast checks. Each mode includes the checks of the ones before it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub enum AssignErrorMode {
-    /// No checks: Rust's `as` semantics (integers wrap, floats saturate
-    /// into integers, NaN becomes 0).
+    /// No checks: numpy's `casting='unsafe'` results bit for bit where
+    /// numpy defines them (integers wrap, one rounding to nearest-even
+    /// into floats, complex → real keeps the real part). Float → integer
+    /// of NaN, infinities and out-of-range values, which numpy leaves to
+    /// the platform, follows Rust's `as`: NaN gives 0, others saturate.
     None,
     /// Values out of the target's range are errors (also a non-zero
     /// imaginary part dropped by complex → real).
@@ -63,26 +68,35 @@ fn from_int(v: i128, to: Primitive, mode: AssignErrorMode, orig: Scalar) -> Resu
             }
         }
         PrimitiveKind::Float | PrimitiveKind::Complex => {
-            let f = v as f64;
-            let narrowed = narrow_float(f, to);
+            let narrowed = int_to_float(v, to);
             if mode == AssignErrorMode::Inexact && (narrowed as i128 != v || !narrowed.is_finite())
             {
                 return Err(fail(orig, to, "inexact"));
             }
             if to.kind() == PrimitiveKind::Float {
-                Scalar::Float(f)
+                Scalar::Float(narrowed)
             } else {
-                Scalar::Complex(f, 0.0)
+                Scalar::Complex(narrowed, 0.0)
             }
         }
     })
 }
 
+/// The integer `v` rounded once to the float type (or complex part) `to`.
+fn int_to_float(v: i128, to: Primitive) -> f64 {
+    match to {
+        Primitive::Float16 => cast::f16_from_f64(cast::f64_round_odd(v)).to_f64(),
+        Primitive::BFloat16 => cast::bf16_from_f64(cast::f64_round_odd(v)).to_f64(),
+        Primitive::Float32 | Primitive::Complex64 => f64::from(v as f32),
+        _ => v as f64,
+    }
+}
+
 /// The value `f` takes when stored as the float type (or complex part) `to`.
 fn narrow_float(f: f64, to: Primitive) -> f64 {
     match to {
-        Primitive::Float16 => half::f16::from_f64(f).to_f64(),
-        Primitive::BFloat16 => half::bf16::from_f64(f).to_f64(),
+        Primitive::Float16 => cast::f16_from_f64(f).to_f64(),
+        Primitive::BFloat16 => cast::bf16_from_f64(f).to_f64(),
         Primitive::Float32 | Primitive::Complex64 => f64::from(f as f32),
         _ => f,
     }
@@ -179,6 +193,10 @@ pub fn convert(value: Scalar, to: Primitive, mode: AssignErrorMode) -> Result<Sc
             if mode != AssignErrorMode::None && im != 0.0 {
                 return Err(fail(value, to, "overflow: non-zero imaginary part"));
             }
+            if to == Primitive::Bool {
+                // True when either part is non-zero, as numpy and DyND.
+                return Ok(Scalar::Bool(re != 0.0 || im != 0.0));
+            }
             from_float(re, to, mode, value)
         }
     }
@@ -222,125 +240,22 @@ impl Array {
     /// ```
     pub fn assign(&self, src: &Array, mode: AssignErrorMode) -> Result<()> {
         let src_strides = broadcast_strides(src, &self.shape)?;
-        let string_like =
-            |t: &Type| matches!(t.kind(), TypeKind::String(_) | TypeKind::FixedString { .. });
+        let string_like = |t: &Type| crate::strings::string_encoding(t).is_some();
         if string_like(&self.element) && string_like(&src.element) {
             return self.assign_strings(src, &src_strides);
         }
-        let (dst_st, src_st) = (self.storage()?, src.storage()?);
-        let src_view = Array {
-            shape: self.shape.clone(),
-            strides: src_strides,
-            ..src.clone()
-        };
-        // Read every source element first (so overlapping views are safe
-        // and no two locks are held at once), then write.
-        let src_offsets = src_view.element_offsets();
-        let n_src = src_st.primitive.size();
-        let mut values = Vec::with_capacity(src_offsets.len());
-        src.with_read(|base| {
-            let mut buf = [0u8; 16];
-            for off in &src_offsets {
-                // SAFETY: broadcasting only repeats offsets of the source's
-                // own elements, all inside its block.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(base.as_ptr().add(*off), buf.as_mut_ptr(), n_src)
-                };
-                values.push(src_st.decode(&buf));
-            }
-        })?;
-        let converted = values
-            .into_iter()
-            .map(|v| convert(v, dst_st.primitive, mode))
-            .collect::<Result<Vec<_>>>()?;
-        let dst_offsets = self.element_offsets();
-        let n_dst = dst_st.primitive.size();
-        self.with_write(|base| {
-            let mut buf = [0u8; 16];
-            for (off, v) in dst_offsets.iter().zip(converted) {
-                dst_st.encode(v, &mut buf);
-                // SAFETY: each offset addresses an element of this array,
-                // inside its block; we hold the write guard.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(buf.as_ptr(), base.as_ptr().add(*off), n_dst)
-                };
-            }
-        })
+        if self.block.ptr_eq(&src.block) {
+            // Source and destination may overlap: read the source first.
+            return self.assign(&src.to_contiguous()?, mode);
+        }
+        kernel::assign(self, src, &src_strides, mode)
     }
 
     /// A new array of element type `to` holding this array's values,
     /// converted under `mode`.
     pub fn cast(&self, to: &Type, mode: AssignErrorMode) -> Result<Array> {
         let out = Array::zeros(to.clone(), &self.shape)?;
-        if Storage::of(to).is_some() && Storage::of(&self.element).is_some() {
-            match out.copy_contiguous_fast(self) {
-                Some(done) => done?,
-                None => out.assign(self, mode)?,
-            }
-            return Ok(out);
-        }
         out.assign(self, mode)?;
         Ok(out)
-    }
-
-    /// The common contiguous `float32 -> float64` and same-type copies,
-    /// without per-element dispatch. `None` when not applicable. Only
-    /// called with `self` a fresh array no other handle can reach, so
-    /// holding its write guard inside `src`'s read guard cannot deadlock.
-    fn copy_contiguous_fast(&self, src: &Array) -> Option<Result<()>> {
-        if !(self.is_c_contiguous() && src.is_c_contiguous()) || self.block.ptr_eq(&src.block) {
-            return None;
-        }
-        let (d, s) = (self.element.kind(), src.element.kind());
-        let n = self.len();
-        match (d, s) {
-            (TypeKind::Primitive(a), TypeKind::Primitive(b)) if a == b => {
-                let bytes = n * a.size();
-                Some(
-                    src.with_read(|sb| {
-                        self.with_write(|db| {
-                            // SAFETY: both arrays are contiguous over `bytes`
-                            // bytes inside distinct blocks; we hold both guards.
-                            unsafe {
-                                std::ptr::copy_nonoverlapping(
-                                    sb.as_ptr().add(src.offset),
-                                    db.as_ptr().add(self.offset),
-                                    bytes,
-                                )
-                            }
-                        })
-                    })
-                    .and_then(|r| r),
-                )
-            }
-            (TypeKind::Primitive(Primitive::Float64), TypeKind::Primitive(Primitive::Float32)) => {
-                Some(
-                    src.with_read(|sb| {
-                        self.with_write(|db| {
-                            // SAFETY: both arrays are aligned (plain primitive
-                            // element types), contiguous over `n` elements in
-                            // distinct blocks; we hold both guards.
-                            let (from, to) = unsafe {
-                                (
-                                    std::slice::from_raw_parts(
-                                        sb.as_ptr().add(src.offset).cast::<f32>(),
-                                        n,
-                                    ),
-                                    std::slice::from_raw_parts_mut(
-                                        db.as_ptr().add(self.offset).cast::<f64>(),
-                                        n,
-                                    ),
-                                )
-                            };
-                            for (t, f) in to.iter_mut().zip(from) {
-                                *t = f64::from(*f);
-                            }
-                        })
-                    })
-                    .and_then(|r| r),
-                )
-            }
-            _ => None,
-        }
     }
 }

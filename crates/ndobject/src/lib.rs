@@ -88,10 +88,12 @@ mod access;
 mod array;
 mod assign;
 mod block;
+mod cast;
 mod element;
 mod error;
 mod flags;
 mod index;
+mod kernel;
 mod meta;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;

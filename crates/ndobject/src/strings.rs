@@ -84,8 +84,11 @@ pub fn decode(bytes: &[u8], encoding: StringEncoding) -> Result<String> {
     }
 }
 
-fn string_encoding(ty: &Type) -> Option<(StringEncoding, Option<usize>)> {
+/// The encoding and fixed size (`None`: variable) of a string type, seen
+/// through `unaligned[...]` (string elements are always copied out).
+pub(crate) fn string_encoding(ty: &Type) -> Option<(StringEncoding, Option<usize>)> {
     match ty.kind() {
+        TypeKind::Unaligned(inner) => string_encoding(inner),
         TypeKind::String(e) => Some((*e, None)),
         TypeKind::FixedString { size, encoding } => Some((*encoding, Some(*size))),
         _ => None,

@@ -79,6 +79,7 @@ fn reshape_needs_a_contiguous_layout() {
     assert_eq!(
         a.transpose()
             .to_contiguous()
+            .unwrap()
             .reshape(&[12])
             .unwrap()
             .get::<u16>(&[1])
@@ -108,7 +109,7 @@ fn access_flags_are_enforced_and_inherited() {
     assert!(im.set(&[1], 1.0f32).is_err());
     assert_eq!(im.index(1).unwrap().flags(), AccessFlags::READ_IMMUTABLE);
     assert_eq!(im.as_slice::<f32>().unwrap(), [5.0, 2.0]);
-    let copy = im.to_contiguous();
+    let copy = im.to_contiguous().unwrap();
     assert_eq!(copy.flags(), AccessFlags::READ_WRITE);
     copy.set(&[1], 9.0f32).unwrap();
     assert_eq!(im.get::<f32>(&[1]).unwrap(), 2.0);
@@ -135,7 +136,7 @@ fn unaligned_and_byte_swapped_views_read_correctly() {
     assert_eq!(a.flags(), AccessFlags::READ);
     assert_eq!(a.to_vec::<i32>().unwrap(), [7, -9]);
     assert!(a.as_slice::<i32>().is_err());
-    let aligned = a.to_contiguous();
+    let aligned = a.to_contiguous().unwrap();
     assert_eq!(aligned.element_type(), &ty("int32"));
     assert_eq!(aligned.to_vec::<i32>().unwrap(), [7, -9]);
     assert!(matches!(
@@ -146,7 +147,7 @@ fn unaligned_and_byte_swapped_views_read_correctly() {
     let b = Array::from_block(&be, 0, ty("big_endian[uint32]"), &[]).unwrap();
     assert_eq!(b.get::<u32>(&[]).unwrap(), 0x1234_5678);
     let native = b.cast(&ty("uint32"), M::Inexact).unwrap();
-    assert_eq!(native.to_bytes(), 0x1234_5678u32.to_ne_bytes());
+    assert_eq!(native.to_bytes().unwrap(), 0x1234_5678u32.to_ne_bytes());
 }
 
 #[test]
@@ -325,4 +326,92 @@ fn threads_share_and_write_views() {
     for (k, v) in all.iter().enumerate() {
         assert_eq!(*v, ((k % 4) * 100 + k / 4) as u64);
     }
+}
+
+#[test]
+fn misaligned_fixed_strings_are_read_and_transcoded() {
+    // Two `string[8, 'U32']` elements (2 characters each) at an odd
+    // address inside a block.
+    let mut bytes = vec![0u8; 1 + 16 + 7];
+    let block_addr = bytes.as_ptr() as usize;
+    let skip = if block_addr.is_multiple_of(2) { 1 } else { 2 };
+    for (i, ch) in "hié".chars().chain(std::iter::once('z')).enumerate() {
+        let at = skip + 4 * i;
+        bytes[at..at + 4].copy_from_slice(&(ch as u32).to_ne_bytes());
+    }
+    let block = MemoryBlock::from_owner(bytes);
+    let a = Array::from_block(&block, skip, ty("string[8, 'U32']"), &[2]).unwrap();
+    assert_eq!(
+        a.dtype().to_string(),
+        "strided * unaligned[string[8, 'U32']]"
+    );
+    assert_eq!(a.to_strings().unwrap(), ["hi", "éz"]);
+    let utf8 = a.cast(&ty("string[4, 'utf8']"), M::None).unwrap();
+    assert_eq!(utf8.to_strings().unwrap(), ["hi", "éz"]);
+    assert_eq!(utf8.to_bytes().unwrap(), b"hi\0\0\xc3\xa9z\0");
+    let ascii = a.cast(&ty("string[4, 'ascii']"), M::None);
+    assert!(matches!(ascii, Err(Error::Encoding(_))), "{ascii:?}");
+}
+
+#[test]
+fn arrays_without_read_access_give_errors_not_data() {
+    let a = Array::from_slice(&[1u8, 2, 3], &[3]).unwrap();
+    let no_read = Array {
+        flags: AccessFlags::WRITE,
+        ..a.clone()
+    };
+    assert!(matches!(no_read.to_bytes(), Err(Error::NotWritable(_))));
+    assert!(no_read.to_contiguous().is_err());
+    assert!(no_read.cast(&ty("int32"), M::None).is_err());
+}
+
+#[test]
+fn casts_round_once_and_complex_to_bool_sees_both_parts() {
+    let big = (1i64 << 60) + (1 << 36) + 1;
+    let a = Array::from_slice(&[big], &[1]).unwrap();
+    assert_eq!(
+        a.cast(&ty("float32"), M::None)
+            .unwrap()
+            .to_vec::<f32>()
+            .unwrap(),
+        [1.152_921_6e18]
+    );
+    let tie = 3.120_117_187_5f64;
+    let below = f64::from_bits(tie.to_bits() - 1);
+    let h = Array::from_slice(&[below], &[1])
+        .unwrap()
+        .cast(&ty("float16"), M::None)
+        .unwrap();
+    assert_eq!(h.to_vec::<half::f16>().unwrap()[0].to_f64(), 3.119_140_625);
+    let c = Array::zeros(ty("complex128"), &[2]).unwrap();
+    c.index(1)
+        .unwrap()
+        .assign(&Array::scalar(1.0f64), M::None)
+        .unwrap();
+    let z = Array::zeros(ty("complex128"), &[1]).unwrap();
+    // 0+1j: set the imaginary part through the raw bytes.
+    let mut raw = vec![0u8; 16];
+    raw[8..].copy_from_slice(&1f64.to_ne_bytes());
+    let j = Array::from_bytes(ty("complex128"), &[1], raw).unwrap();
+    assert_eq!(
+        j.cast(&ty("bool"), M::None)
+            .unwrap()
+            .to_vec::<bool>()
+            .unwrap(),
+        [true]
+    );
+    assert_eq!(
+        z.cast(&ty("bool"), M::None)
+            .unwrap()
+            .to_vec::<bool>()
+            .unwrap(),
+        [false]
+    );
+    assert_eq!(
+        c.cast(&ty("bool"), M::None)
+            .unwrap()
+            .to_vec::<bool>()
+            .unwrap(),
+        [false, true]
+    );
 }

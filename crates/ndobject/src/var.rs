@@ -267,8 +267,11 @@ impl Array {
         let inner = trailing.iter().rev().try_fold(element, |t, n| {
             Type::fixed_dim(*n, t).map_err(|e| Error::TypeMismatch(e.to_string()))
         })?;
-        let bytes = rows.iter().map(|row| (row.to_bytes(), row.shape[0]));
-        Array::ragged(inner, rows.len(), bytes)
+        let bytes = rows
+            .iter()
+            .map(|row| Ok((row.to_bytes()?, row.shape[0])))
+            .collect::<Result<Vec<_>>>()?;
+        Array::ragged(inner, rows.len(), bytes.into_iter())
     }
 
     /// `rows` `(bytes, count)` of `inner` elements into a new pool, and the
@@ -445,7 +448,7 @@ mod tests {
             Err(Error::InvalidIndex(_))
         ));
         // A contiguous copy keeps the row metadata.
-        let copy = twice.to_contiguous();
+        let copy = twice.to_contiguous().unwrap();
         assert_eq!(row(&copy.index(2).unwrap()), [4, 2]);
     }
 

@@ -158,7 +158,7 @@ proptest! {
             }
         }
         // A copy is contiguous and equal; reshaping it to 1-D keeps order.
-        let c = view.to_contiguous();
+        let c = view.to_contiguous().unwrap();
         prop_assert!(c.is_c_contiguous());
         prop_assert_eq!(c.reshape(&[c.len()]).unwrap().to_vec::<i32>().unwrap(), model.values(&data));
         // Every view shares the block; dropping them returns the count to 1.
@@ -206,7 +206,7 @@ proptest! {
                 prop_assert!(matches!(e, Error::Reshape { .. }), "{:?}", e);
                 // The error says what to do, and doing it works.
                 prop_assert!(e.to_string().contains("to_contiguous()"));
-                let c = view.to_contiguous().reshape(&new_shape).unwrap();
+                let c = view.to_contiguous().unwrap().reshape(&new_shape).unwrap();
                 prop_assert_eq!(c.to_vec::<i32>().unwrap(), model.values(&data));
             }
         }

@@ -65,7 +65,7 @@ impl Tensor {
     /// A tensor holding a copy of an array's elements (C order).
     pub fn from_array(a: &Array) -> Result<Tensor, Error> {
         let p = array_primitive(a)?;
-        Tensor::new(p, a.shape(), a.to_bytes())
+        Tensor::new(p, a.shape(), a.to_bytes()?)
     }
 }
 
@@ -235,7 +235,7 @@ mod tests {
         assert!(x.block().ptr_eq(arrays[0].1.block()), "one block per file");
         assert!(!x.block().is_writable());
         assert_eq!(
-            x.to_contiguous().to_vec::<i32>().unwrap(),
+            x.to_contiguous().unwrap().to_vec::<i32>().unwrap(),
             [0, 1, 2, 3, 4, 5]
         );
     }
