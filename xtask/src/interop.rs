@@ -49,8 +49,9 @@ pub(crate) fn example(release: bool, args: &[&str]) -> Command {
 }
 
 /// The `N passed, M failed` summary of a check's output; an error unless
-/// something passed and nothing failed.
-fn summary(step: &str, output: &str) -> Result<String, String> {
+/// something passed and nothing failed. Shared with the other checks that
+/// print such a line (`numpy_diff`).
+pub(crate) fn summary(step: &str, output: &str) -> Result<String, String> {
     let line = output
         .lines()
         .rev()

@@ -1,4 +1,4 @@
-//! Project automation: `cargo xtask ci | fuzz | miri | bench | blaze | interop`.
+//! Project automation: `cargo xtask ci | fuzz | miri | bench | blaze | interop | numpy`.
 //!
 //! Every subcommand runs the same tools a developer would run by hand, in
 //! the workspace root, and stops at the first failure with its output.
@@ -8,6 +8,7 @@ mod blaze;
 mod fuzz;
 mod interop;
 mod miri;
+mod numpy_diff;
 mod step;
 mod venv;
 
@@ -19,12 +20,13 @@ use step::{Step, cargo};
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci                         fmt, clippy, tests, shm leak check, docs, package, Blaze check, TVM interop, loom, miri, fuzz
+  ci                         fmt, clippy, tests, shm leak check, docs, package, Blaze check, TVM interop, numpy diff, loom, miri, fuzz
   miri                       unit tests of the crates that contain unsafe, under Miri
   fuzz [--seconds N] [TARGET] run the cargo-fuzz targets (default 60 s each)
   bench [params] [FILTER]    run the benchmarks (or only params-io's, beside TVM's loader) and report ratios
   blaze                      check our canonical datashapes against Blaze's datashape package
-  interop                    exchange params files with Apache TVM (PyPI) in both directions";
+  interop                    exchange params files with Apache TVM (PyPI) in both directions
+  numpy [--cases N] [--seed S] ndobject's views, casts and string transcodes against numpy (default 3000 cases)";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -36,6 +38,8 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&args[1..]),
         Some("blaze") => blaze::run(),
         Some("interop") => interop::run(),
+        Some("numpy") => numpy_diff::parse_args(&args[1..])
+            .and_then(|(cases, seed)| numpy_diff::run(cases, seed)),
         Some("-h" | "--help" | "help") => {
             println!("{USAGE}");
             Ok(())
@@ -95,6 +99,7 @@ fn ci() -> Result<(), String> {
     .run()?;
     blaze::run()?;
     interop::run()?;
+    numpy_diff::run(numpy_diff::DEFAULT_CASES, numpy_diff::DEFAULT_SEED)?;
     Step::new(
         "loom",
         cargo([
