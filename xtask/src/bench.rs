@@ -80,6 +80,77 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
     if let Some(ours) = groups.get(PARAMS_READ_GROUP) {
         tvm_beside(ours)?;
     }
+    if groups.keys().any(|g| g.starts_with("ndobject/")) {
+        numpy_beside(&groups)?;
+    }
+    Ok(())
+}
+
+/// numpy's side of the ndobject copies and casts.
+const NUMPY_SCRIPT: &str = "crates/ndobject/compat/numpy_bench.py";
+/// Elements per array in the ndobject bench (`N` in
+/// `crates/ndobject/benches/assign.rs`); numpy is timed on the same count.
+const NDOBJECT_BENCH_ELEMENTS: &str = "1048576";
+/// The most our time may be, as a multiple of numpy's, per operation.
+const NUMPY_GOALS: [(&str, f64); 6] = [
+    ("ndobject/assign_f32/assign_contiguous", 1.1),
+    ("ndobject/cast_f32_to_f64/cast_contiguous", 1.2),
+    ("ndobject/copy_f32/strided_step2", 1.2),
+    ("ndobject/copy_f32/negative_stride", 1.2),
+    ("ndobject/copy_f32/unaligned", 1.5),
+    ("ndobject/copy_f32/byteswapped", 1.5),
+];
+
+/// Times the same operations in numpy right after our bench and prints
+/// each beside ours, with the ratio and its goal. Without a Python
+/// environment for numpy it says so and carries on.
+fn numpy_beside(groups: &BTreeMap<String, Vec<Result1>>) -> Result<(), String> {
+    let python = match interop::python() {
+        Ok(p) => p,
+        Err(e) => {
+            println!("numpy comparison skipped: {e}");
+            return Ok(());
+        }
+    };
+    let mut cmd = std::process::Command::new(&python);
+    cmd.arg(root().join(NUMPY_SCRIPT))
+        .arg(NDOBJECT_BENCH_ELEMENTS)
+        .current_dir(root());
+    let log = Step::new("bench numpy", cmd).run()?;
+    println!(
+        "numpy beside ndobject ({} elements, same run; numpy: median of 15 batches \
+         after a warm-up; ours: criterion mean); ratio = our time / numpy's",
+        NDOBJECT_BENCH_ELEMENTS
+    );
+    for (name, numpy_secs) in parse_time_read(&log) {
+        let Some((group, function)) = name.rsplit_once('/') else {
+            continue;
+        };
+        let Some(ours) = groups
+            .get(group)
+            .and_then(|rs| rs.iter().find(|r| r.function == function))
+        else {
+            println!(
+                "  {name:<44} numpy {}  (not in this run)",
+                human_time(numpy_secs * 1e9)
+            );
+            continue;
+        };
+        let ratio = ours.mean_ns / (numpy_secs * 1e9);
+        let goal = NUMPY_GOALS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, g)| {
+                let verdict = if ratio <= *g { "met" } else { "MISSED" };
+                format!("  goal <= x{g:.1}: {verdict}")
+            })
+            .unwrap_or_default();
+        println!(
+            "  {name:<44} ours {:>10}  numpy {:>10}  x{ratio:.3}{goal}",
+            human_time(ours.mean_ns),
+            human_time(numpy_secs * 1e9)
+        );
+    }
     Ok(())
 }
 

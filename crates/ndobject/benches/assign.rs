@@ -29,6 +29,16 @@ fn benches(c: &mut Criterion) {
     let a = Array::from_slice(&values, &[N]).unwrap();
     let f64t: dtype::Type = "float64".parse().unwrap();
 
+    // Same-type assignment into an existing contiguous array: one memcpy.
+    let mut g = c.benchmark_group("ndobject/assign_f32");
+    g.throughput(Throughput::Bytes((N * 4) as u64));
+    memcpy_baseline(&mut g, N * 4);
+    let dst = Array::zeros("float32".parse().unwrap(), &[N]).unwrap();
+    g.bench_function("assign_contiguous", |b| {
+        b.iter(|| dst.assign(black_box(&a), AssignErrorMode::None).unwrap())
+    });
+    g.finish();
+
     // Contiguous cast: reads 4 bytes and writes 8 per element; the
     // baseline copies the 8 output bytes per element.
     let mut g = c.benchmark_group("ndobject/cast_f32_to_f64");
@@ -61,6 +71,13 @@ fn benches(c: &mut Criterion) {
     let reversed = a.view(&[Index::slice(None, None, -1)]).unwrap();
     g.bench_function("negative_stride", |b| {
         b.iter(|| black_box(reversed.to_contiguous().unwrap()))
+    });
+    // Big-endian float32 to native float32 (a byte swap per element).
+    let big: dtype::Type = "big_endian[float32]".parse().unwrap();
+    let swapped = a.cast(&big, AssignErrorMode::None).unwrap();
+    let f32t: dtype::Type = "float32".parse().unwrap();
+    g.bench_function("byteswapped", |b| {
+        b.iter(|| black_box(swapped.cast(&f32t, AssignErrorMode::None).unwrap()))
     });
     g.finish();
 }

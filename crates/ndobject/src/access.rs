@@ -222,7 +222,9 @@ impl Array {
             TypeKind::Unaligned(inner) => inner.clone(),
             _ => self.element.clone(),
         };
-        let copy = Array::alloc(element, &self.shape, self.meta.clone())?;
+        // SAFETY: `gather` below writes all `byte_span()` bytes, the whole
+        // block, before `copy` is returned; on error it is dropped unread.
+        let copy = unsafe { Array::alloc_for_overwrite(element, &self.shape, self.meta.clone())? };
         // `copy` is new: no other handle reaches its block, so holding its
         // write guard inside this array's read guard cannot deadlock.
         self.with_read(|src| {
@@ -303,10 +305,32 @@ impl Array {
 ///
 /// # Safety
 ///
-/// `src + i * stride` is readable for `N` bytes for each `i < n`, `dst` is
-/// writable for `n * N` bytes, and the two do not overlap.
+/// `src + i * stride` is readable for `N` bytes for each `i < n`, and so is
+/// every byte between two of those elements (they lie in one memory
+/// block); `dst` is writable for `n * N` bytes; the two do not overlap.
 unsafe fn copy_row<const N: usize>(src: *const u8, stride: isize, n: usize, dst: *mut u8) {
-    for i in 0..n {
+    let mut done = 0;
+    if stride == 2 * N as isize {
+        // Every other element (`a[::2]`): whole runs of 8 source elements
+        // in one load, 4 kept, which the compiler turns into shuffles.
+        // `done + 4 < n`: element `done + 4` exists, so the 8 * N bytes read
+        // from element `done` (which end just before it) are in the row.
+        while done + 4 < n {
+            // SAFETY: see the loop condition; `dst` has room for the 4
+            // elements `done..done + 4` (the caller's contract).
+            unsafe {
+                let run = src
+                    .offset(done as isize * stride)
+                    .cast::<[[u8; N]; 8]>()
+                    .read_unaligned();
+                dst.add(done * N)
+                    .cast::<[[u8; N]; 4]>()
+                    .write_unaligned([run[0], run[2], run[4], run[6]]);
+            }
+            done += 4;
+        }
+    }
+    for i in done..n {
         // SAFETY: the caller's contract; unaligned reads and writes of a
         // byte array need no alignment.
         unsafe {

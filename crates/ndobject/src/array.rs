@@ -181,12 +181,46 @@ impl Array {
     /// A zero-filled, C-contiguous array in a new block with the given
     /// element metadata.
     pub(crate) fn alloc(element: Type, shape: &[usize], meta: Vec<Meta>) -> Result<Array> {
+        // SAFETY: zeroed memory is initialised.
+        unsafe { Array::alloc_with(element, shape, meta, true) }
+    }
+
+    /// As [`Array::alloc`] without zeroing the data.
+    ///
+    /// # Safety
+    ///
+    /// The caller must write every byte of the array's data (all of its
+    /// elements, C-contiguous over the whole block) before anything reads
+    /// it, and must not hand the array out before that (on error, drop it).
+    pub(crate) unsafe fn alloc_for_overwrite(
+        element: Type,
+        shape: &[usize],
+        meta: Vec<Meta>,
+    ) -> Result<Array> {
+        // SAFETY: forwarded to the caller.
+        unsafe { Array::alloc_with(element, shape, meta, false) }
+    }
+
+    /// # Safety
+    ///
+    /// With `zeroed` false, as for [`Array::alloc_for_overwrite`].
+    unsafe fn alloc_with(
+        element: Type,
+        shape: &[usize],
+        meta: Vec<Meta>,
+        zeroed: bool,
+    ) -> Result<Array> {
         let elem = element_size(&element)?;
         let bytes = checked_numel(shape)?
             .checked_mul(elem)
             .ok_or_else(|| Error::Overflow(format!("shape {shape:?}")))?;
         let strides = c_strides(shape, elem)?;
-        let block = MemoryBlock::zeroed(bytes)?;
+        let block = if zeroed {
+            MemoryBlock::zeroed(bytes)?
+        } else {
+            // SAFETY: forwarded to the caller.
+            unsafe { MemoryBlock::pod_for_overwrite(bytes)? }
+        };
         Array::build(
             block,
             0,

@@ -156,13 +156,43 @@ impl MemoryBlock {
 
     /// A zero-filled, writable heap block of `len` bytes (kind `pod`).
     pub fn pod(len: usize) -> Result<MemoryBlock> {
+        // SAFETY: zeroed memory is initialised.
+        unsafe { MemoryBlock::pod_with(len, true) }
+    }
+
+    /// A writable heap block of `len` bytes whose contents are not
+    /// initialised, for a copy that overwrites all of it (no zeroing pass,
+    /// which costs as much as the copy).
+    ///
+    /// # Safety
+    ///
+    /// Every byte must be written before any is read, and the block must
+    /// not be handed to anyone before that.
+    pub(crate) unsafe fn pod_for_overwrite(len: usize) -> Result<MemoryBlock> {
+        if len <= EMBED_BYTES {
+            return MemoryBlock::zeroed(len);
+        }
+        // SAFETY: the caller writes every byte before any read.
+        unsafe { MemoryBlock::pod_with(len, false) }
+    }
+
+    /// # Safety
+    ///
+    /// With `zeroed` false, as for [`MemoryBlock::pod_for_overwrite`].
+    unsafe fn pod_with(len: usize, zeroed: bool) -> Result<MemoryBlock> {
         let layout = Layout::from_size_align(len, BLOCK_ALIGN)
             .map_err(|_| Error::Overflow(format!("a block of {len} bytes")))?;
         let ptr = if len == 0 {
             NonNull::<Inline>::dangling().cast::<u8>()
         } else {
             // SAFETY: `layout` has a non-zero size (checked above).
-            let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+            let raw = unsafe {
+                if zeroed {
+                    std::alloc::alloc_zeroed(layout)
+                } else {
+                    std::alloc::alloc(layout)
+                }
+            };
             NonNull::new(raw).unwrap_or_else(|| std::alloc::handle_alloc_error(layout))
         };
         Ok(MemoryBlock::new(Storage::Pod { ptr, len, layout }, true))

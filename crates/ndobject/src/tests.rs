@@ -415,3 +415,29 @@ fn casts_round_once_and_complex_to_bool_sees_both_parts() {
         [false, true]
     );
 }
+
+#[test]
+fn every_other_element_copies_at_every_length() {
+    for len in 0..24usize {
+        let values: Vec<u32> = (0..len as u32).map(|v| v * 3 + 1).collect();
+        let a = Array::from_slice(&values, &[len]).unwrap();
+        for start in [0isize, 1] {
+            let v = a.view(&[Index::slice(Some(start), None, 2)]).unwrap();
+            let want: Vec<u32> = values
+                .iter()
+                .skip(start as usize)
+                .step_by(2)
+                .copied()
+                .collect();
+            let copy = v.to_contiguous().unwrap();
+            assert_eq!(
+                copy.to_vec::<u32>().unwrap(),
+                want,
+                "len {len} start {start}"
+            );
+            let dst = Array::zeros(ty("uint32"), &[want.len()]).unwrap();
+            dst.assign(&v, M::None).unwrap();
+            assert_eq!(dst.to_vec::<u32>().unwrap(), want);
+        }
+    }
+}
