@@ -190,9 +190,15 @@ impl Shared {
         for (off, len) in locked.discards {
             // Best effort: a block that cannot be emptied is only memory
             // that stays committed.
-            let _ = self
-                .segment
-                .discard_range(Offset(self.layout.heap_offset + off), len);
+            // SAFETY: a block is discarded only once reclaimed: no hold and
+            // no mapping of it is left in any process (the tables say so,
+            // under the mutex we still hold), so no guard or array of this
+            // process references its bytes, and none can be made before the
+            // mutex is released.
+            let _ = unsafe {
+                self.segment
+                    .discard_range(Offset(self.layout.heap_offset + off), len)
+            };
         }
         drop(guard);
         result
@@ -297,6 +303,10 @@ impl Context {
             ));
         }
         segment.commit_range(Offset(data_offset), layout.heap_offset - data_offset)?;
+        // The heap is lent out as `&[u8]` / `&mut [u8]` by mappings: no
+        // handle of the segment, here or in another process, may form
+        // typed references into it.
+        segment.lend_from(Offset(layout.heap_offset))?;
         let words = segment.words(Offset(layout.control_offset), layout.words)?;
         Table::new(words, layout)?.init(opts.cache_limit.unwrap_or(heap_len));
         let participant = segment.join()?;
@@ -339,6 +349,7 @@ impl Context {
             segment.len(),
             segment.info().max_participants,
         )?;
+        segment.lend_from(Offset(layout.heap_offset))?;
         let participant = segment.join()?;
         let read_view = segment.map_read_only()?;
         let ctx = Context {

@@ -196,3 +196,24 @@ fn killed_owner_is_collected_once_every_participant_is_gone() {
     assert!(shm_core::list_segments(Some(&pfx)).unwrap().is_empty());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn another_handle_of_the_segment_cannot_reference_the_heap() {
+    let ctx = Context::new(&ContextOptions::new().capacity(1 << 20).prefix(prefix())).unwrap();
+    let mut a = ctx.create(4096).unwrap();
+    let mut m = a.map_mut().unwrap();
+    m[0] = 7;
+    // Safe code opening the same object again gets no typed reference
+    // into the heap that `m` lends out (only the raw pointer API).
+    let seg = shm_core::Segment::open(ctx.handle()).unwrap();
+    let last = shm_core::Offset(seg.len() - 8);
+    assert!(matches!(
+        seg.words(last, 1),
+        Err(shm_core::Error::LentOut { .. })
+    ));
+    assert!(matches!(
+        seg.at::<std::sync::atomic::AtomicU64>(last),
+        Err(shm_core::Error::LentOut { .. })
+    ));
+    assert_eq!(m[0], 7);
+}

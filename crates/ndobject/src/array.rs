@@ -321,9 +321,38 @@ impl Array {
         Ok(a)
     }
 
-    /// An owned array holding the values of `data` (see [`Array::from_slice`]).
-    pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Array> {
-        Array::from_slice(&data, shape)
+    /// An owned, writable array over `data` itself: no copy, the `Vec`
+    /// becomes the owner of an external block (as arrow's
+    /// `Buffer::from_vec`) and is dropped with the last reference to it.
+    ///
+    /// ```
+    /// use ndobject::{Array, BlockKind};
+    /// let v = vec![1.0f32, 2.0, 3.0, 4.0];
+    /// let addr = v.as_ptr() as usize;
+    /// let a = Array::from_vec(v, &[2, 2])?;
+    /// assert_eq!((a.data_address(), a.block().kind()), (addr, BlockKind::External));
+    /// assert_eq!(a.get::<f32>(&[1, 0])?, 3.0);
+    /// # Ok::<(), ndobject::Error>(())
+    /// ```
+    pub fn from_vec<T: Element>(mut data: Vec<T>, shape: &[usize]) -> Result<Array> {
+        let numel = checked_numel(shape)?;
+        if data.len() != numel {
+            return Err(Error::SizeMismatch {
+                what: format!("shape {shape:?}"),
+                expected: numel,
+                actual: data.len(),
+            });
+        }
+        let len = std::mem::size_of_val(data.as_slice());
+        let ptr = NonNull::new(data.as_mut_ptr().cast::<u8>()).unwrap_or(NonNull::dangling());
+        // SAFETY: the `Vec`'s buffer (`len` bytes at `ptr`, aligned for
+        // `T`) stays where it is when the `Vec` moves into the owner box,
+        // and is freed only when the owner is dropped with the block.
+        // Nothing else references it: the `Vec` is only ever dropped, which
+        // reads no element (every `Element` type is plain data), so bytes
+        // written through the block cannot be misread as `T`.
+        let block = unsafe { MemoryBlock::from_raw_parts(ptr, len, true, Box::new(data)) };
+        Array::from_block(&block, 0, Type::primitive(T::PRIMITIVE), shape)
     }
 
     /// A 0-dimensional array holding one value (embedded in its block).

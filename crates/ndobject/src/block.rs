@@ -231,8 +231,10 @@ impl MemoryBlock {
     ///
     /// `ptr..ptr + len` must be valid for reads (and, if `writable`, for
     /// writes) until `owner` is dropped, which happens when the last
-    /// reference to the block goes; no Rust reference to that memory may
-    /// be live elsewhere while the block exists.
+    /// reference to the block goes. While the block exists, no `&mut` to
+    /// that memory may be live elsewhere, and for a `writable` block no
+    /// reference at all (shared `&[u8]` elsewhere are fine for a read-only
+    /// block, as nobody writes through it).
     pub unsafe fn from_raw_parts(
         ptr: NonNull<u8>,
         len: usize,

@@ -77,6 +77,18 @@ pub enum Error {
         /// End of the usable data region.
         end: u64,
     },
+    /// The range reaches into the part of the data region that a layer
+    /// above lends out as Rust references (see `Segment::lend_from`):
+    /// typed references into it are refused.
+    #[error("offset {offset:#x}+{len} reaches into the lent-out range from {lent_from:#x}")]
+    LentOut {
+        /// Requested offset.
+        offset: u64,
+        /// Requested length.
+        len: u64,
+        /// Start of the lent-out range.
+        lent_from: u64,
+    },
     /// The segment was opened read-only and the operation writes.
     #[error("segment is mapped read-only")]
     ReadOnly,

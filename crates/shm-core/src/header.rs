@@ -46,7 +46,10 @@ pub(crate) const OFF_READY: usize = 80;
 pub(crate) const OFF_PAD: usize = 84;
 /// Offset of the current total length (an `AtomicU64` in the mapping).
 pub(crate) const OFF_TOTAL_LEN: usize = 88;
-pub(crate) const OFF_RESERVED: usize = 96;
+/// Offset of the start of the lent-out data range (an `AtomicU64`; 0 for
+/// none): see `Segment::lend_from`.
+pub(crate) const OFF_LENT_FROM: usize = 96;
+pub(crate) const OFF_RESERVED: usize = 104;
 const STATIC_LEN: usize = 72;
 
 /// Header flag: the creator asked for the segment to outlive it.
@@ -345,7 +348,9 @@ mod tests {
             );
         }
         for i in OFF_PAD..HEADER_LEN {
-            if (OFF_TOTAL_LEN..OFF_TOTAL_LEN + 8).contains(&i) {
+            // The dynamic words (total length, lent-out start) may hold
+            // any value.
+            if (OFF_TOTAL_LEN..OFF_LENT_FROM + 8).contains(&i) {
                 continue;
             }
             let mut b = good;

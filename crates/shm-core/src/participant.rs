@@ -130,8 +130,11 @@ impl Participant {
             // whoever sees our generation sees our PID and start time.
             let pid = sys::pid();
             s.pid.store(pid, Ordering::Relaxed);
-            s.start_time
-                .store(sys::process_start_time(pid).unwrap_or(0), Ordering::Relaxed);
+            let start_time = match sys::process_state(pid) {
+                sys::ProcessState::Running(t) => t,
+                _ => 0,
+            };
+            s.start_time.store(start_time, Ordering::Relaxed);
             let generation = s.generation.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
             s.uid.store(sys::euid(), Ordering::Relaxed);
             s.joined_unix_ns
@@ -233,8 +236,16 @@ impl Shared {
         }
         let s = self.slot(slot);
         let start_time = s.start_time.load(Ordering::Acquire);
-        start_time == 0
-            || sys::process_start_time(s.pid.load(Ordering::Acquire)) == Some(start_time)
+        if start_time == 0 {
+            return true;
+        }
+        // Dead only on evidence: gone, a zombie, or another process under
+        // the PID. When `/proc` cannot be read, the lock alone decides.
+        match sys::process_state(s.pid.load(Ordering::Acquire)) {
+            sys::ProcessState::Running(t) => t == start_time,
+            sys::ProcessState::Dead => false,
+            sys::ProcessState::Unknown => true,
+        }
     }
 
     /// Snapshot of all registry slots that were ever used.

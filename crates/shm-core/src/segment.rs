@@ -501,11 +501,13 @@ impl Segment {
     }
 
     /// A shared reference to a `T` at `offset` in the data region, after
-    /// checking bounds and alignment. Requires a read-write mapping.
+    /// checking bounds and alignment, and that the range is not lent out
+    /// ([`Segment::lend_from`]). Requires a read-write mapping.
     pub fn at<T: ShmType>(&self, offset: Offset) -> Result<&T> {
         if self.shared.access != Access::ReadWrite {
             return Err(Error::ReadOnly);
         }
+        self.check_not_lent(offset, size_of::<T>() as u64)?;
         let off = check_range(
             offset,
             size_of::<T>() as u64,
@@ -522,7 +524,8 @@ impl Segment {
     }
 
     /// `count` consecutive atomic 64-bit words at `offset` in the data
-    /// region, after checking bounds and 8-byte alignment. This is how a
+    /// region, after checking bounds, 8-byte alignment and that the range
+    /// is not lent out ([`Segment::lend_from`]). This is how a
     /// layer above lays out its own control tables in a segment without
     /// any `unsafe` of its own. Requires a read-write mapping.
     pub fn words(&self, offset: Offset, count: usize) -> Result<&[StdU64]> {
@@ -532,6 +535,7 @@ impl Segment {
         let len = (count as u64)
             .checked_mul(8)
             .ok_or(Error::InvalidSize("word count overflows"))?;
+        self.check_not_lent(offset, len)?;
         let off = check_range(offset, len, 8, self.shared.info.data_offset, self.len())?;
         // SAFETY: `off..off + 8 * count` is inside the accessible part of the
         // mapping (checked above; the mapping never moves and lives as long
@@ -556,10 +560,70 @@ impl Segment {
     /// Returns the backing store of `[offset, offset + len)` to the system
     /// (hole punching). Mappings stay valid; the range reads as zeros
     /// afterwards, in every process.
-    pub fn discard_range(&self, offset: Offset, len: u64) -> Result<()> {
+    ///
+    /// # Safety
+    ///
+    /// The bytes change under any reference to them: no reference to any
+    /// byte of the range may be alive in this process (a layer above may
+    /// lend them out, as `fastio` does), other than `UnsafeCell`-based ones
+    /// (atomics).
+    pub unsafe fn discard_range(&self, offset: Offset, len: u64) -> Result<()> {
         self.check_writable_range(offset, len)?;
         sys::punch_hole(self.shared.fd.as_fd(), offset.get(), len)
             .map_err(Error::sys("fallocate(PUNCH_HOLE)"))
+    }
+
+    /// Declares `[offset, end)` of the data region *lent out*: a layer above
+    /// hands those bytes out as Rust references (`&[u8]`, `&mut [u8]`), so
+    /// from now on [`Segment::at`] and [`Segment::words`] of **every**
+    /// handle of this segment, in every process, refuse ranges that reach
+    /// into it with [`Error::LentOut`]. Only raw pointers ([`Segment::ptr`],
+    /// [`ReadOnlyView::ptr`]) and the `unsafe` copies reach it. The range
+    /// only ever grows (a later call with a higher offset changes nothing),
+    /// so no safe call can shrink what another part of the program relies
+    /// on.
+    pub fn lend_from(&self, offset: Offset) -> Result<()> {
+        if self.shared.access != Access::ReadWrite {
+            return Err(Error::ReadOnly);
+        }
+        check_range(offset, 0, 1, self.shared.info.data_offset, self.len())?;
+        let word = self.shared.header_u64(header::OFF_LENT_FROM);
+        let mut cur = word.load(Ordering::Acquire);
+        loop {
+            if cur != 0 && cur <= offset.get() {
+                return Ok(());
+            }
+            match word.compare_exchange(cur, offset.get(), Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => return Ok(()),
+                Err(now) => cur = now,
+            }
+        }
+    }
+
+    /// Start of the lent-out range, if any ([`Segment::lend_from`]).
+    pub fn lent_from(&self) -> Option<Offset> {
+        match self
+            .shared
+            .header_u64(header::OFF_LENT_FROM)
+            .load(Ordering::Acquire)
+        {
+            0 => None,
+            off => Some(Offset(off)),
+        }
+    }
+
+    fn check_not_lent(&self, offset: Offset, len: u64) -> Result<()> {
+        let Some(lent) = self.lent_from() else {
+            return Ok(());
+        };
+        if offset.get().saturating_add(len) > lent.get() {
+            return Err(Error::LentOut {
+                offset: offset.get(),
+                len,
+                lent_from: lent.get(),
+            });
+        }
+        Ok(())
     }
 
     fn check_writable_range(&self, offset: Offset, len: u64) -> Result<()> {

@@ -265,29 +265,45 @@ pub(crate) fn pid() -> u32 {
     rustix::process::getpid().as_raw_nonzero().get() as u32
 }
 
-/// Identity of a live process: its start time (`/proc/<pid>/stat` field
-/// 22, clock ticks after boot), which a recycled PID does not share.
-/// `None` when the process does not exist, is a zombie (dead, not yet
-/// reaped), or `/proc` cannot be read.
-pub(crate) fn process_start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat_start_time(&stat)
+/// What `/proc/<pid>/stat` says of a process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProcessState {
+    /// Running (not a zombie), started at this time (field 22, clock ticks
+    /// after boot), which a recycled PID does not share.
+    Running(u64),
+    /// Gone, or a zombie (dead, not yet reaped).
+    Dead,
+    /// The file could not be read or parsed (no `/proc`, out of
+    /// descriptors, ...): nothing is known.
+    Unknown,
 }
 
-/// The start time from the text of a `/proc/<pid>/stat` file, `None` for
-/// a zombie or dead process (state `Z`, `X` or `x`) or unparsable text.
-/// The command name (field 2) may hold spaces and parentheses, so fields
-/// are counted after the last `)`.
-pub(crate) fn parse_stat_start_time(stat: &[u8]) -> Option<u64> {
+/// Looks up process `pid` in `/proc`.
+pub(crate) fn process_state(pid: u32) -> ProcessState {
+    match std::fs::read(format!("/proc/{pid}/stat")) {
+        Ok(stat) => parse_stat(&stat),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => ProcessState::Dead,
+        Err(_) => ProcessState::Unknown,
+    }
+}
+
+/// The state in the text of a `/proc/<pid>/stat` file. The command name
+/// (field 2) may hold spaces and parentheses, so fields are counted after
+/// the last `)`.
+pub(crate) fn parse_stat(stat: &[u8]) -> ProcessState {
+    parse_stat_start_time(stat).unwrap_or(ProcessState::Unknown)
+}
+
+fn parse_stat_start_time(stat: &[u8]) -> Option<ProcessState> {
     let close = stat.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(&stat[close + 1..]).ok()?;
     let mut fields = rest.split_ascii_whitespace();
     // Field 3 is the state; field 22 the start time.
     let state = fields.next()?;
     if matches!(state, "Z" | "X" | "x") {
-        return None;
+        return Some(ProcessState::Dead);
     }
-    fields.nth(18)?.parse().ok()
+    Some(ProcessState::Running(fields.nth(18)?.parse().ok()?))
 }
 
 #[cfg(test)]
@@ -297,17 +313,20 @@ mod tests {
     #[test]
     fn stat_start_time_is_field_22_after_the_name() {
         let line = b"1234 (a) b (c)) S 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 999 23 24\n";
-        assert_eq!(parse_stat_start_time(line), Some(999));
+        assert_eq!(parse_stat(line), ProcessState::Running(999));
         let zombie = b"1234 (x) Z 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 999 23\n";
-        assert_eq!(parse_stat_start_time(zombie), None);
-        assert_eq!(parse_stat_start_time(b"garbage"), None);
-        assert_eq!(parse_stat_start_time(b"1 (x) S 1 2"), None);
+        assert_eq!(parse_stat(zombie), ProcessState::Dead);
+        assert_eq!(parse_stat(b"garbage"), ProcessState::Unknown);
+        assert_eq!(parse_stat(b"1 (x) S 1 2"), ProcessState::Unknown);
     }
 
     #[test]
     #[cfg_attr(miri, ignore = "reads /proc")]
-    fn own_start_time_is_stable() {
-        let t = process_start_time(pid()).expect("our own /proc entry");
-        assert_eq!(process_start_time(pid()), Some(t));
+    fn own_state_is_running_and_stable() {
+        let ProcessState::Running(t) = process_state(pid()) else {
+            panic!("our own /proc entry");
+        };
+        assert_eq!(process_state(pid()), ProcessState::Running(t));
+        assert_eq!(process_state(u32::MAX), ProcessState::Dead);
     }
 }

@@ -157,7 +157,7 @@ fn words_commit_and_discard_ranges() {
     // Committing and discarding pages: discarded memory reads as zeros.
     seg.commit_range(Offset(d + 4096), 4096).unwrap();
     write_bytes(&seg, Offset(d + 4096), &[9; 16]).unwrap();
-    seg.discard_range(Offset(d + 4096), 4096).unwrap();
+    discard_range(&seg, Offset(d + 4096), 4096).unwrap();
     let mut back = [1u8; 16];
     read_bytes(&seg, Offset(d + 4096), &mut back).unwrap();
     assert_eq!(back, [0; 16]);
@@ -169,15 +169,50 @@ fn words_commit_and_discard_ranges() {
     );
     assert!(seg.commit_range(Offset(d + 4096), 8192).is_err());
     assert!(
-        seg.discard_range(Offset(0), 4096).is_err(),
+        discard_range(&seg, Offset(0), 4096).is_err(),
         "header is off limits"
     );
     let ro = Segment::open_read_only(seg.name().unwrap()).unwrap();
     assert!(matches!(ro.words(Offset(d), 1), Err(Error::ReadOnly)));
     assert!(matches!(
-        ro.discard_range(Offset(d), 4096),
+        discard_range(&ro, Offset(d), 4096),
         Err(Error::ReadOnly)
     ));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "needs real syscalls")]
+fn lent_out_range_refuses_typed_references_in_every_handle() {
+    let seg = Segment::create(&opts()).unwrap();
+    let d = seg.data_offset().get();
+    assert_eq!(seg.lent_from(), None);
+    seg.lend_from(Offset(d + 4096)).unwrap();
+    // A later, higher offset does not shrink the lent-out range.
+    seg.lend_from(Offset(d + 6000)).unwrap();
+    assert_eq!(seg.lent_from(), Some(Offset(d + 4096)));
+    // Another handle of the same object sees it too.
+    let other = Segment::open(seg.name().unwrap()).unwrap();
+    for s in [&seg, &other] {
+        assert!(s.words(Offset(d), 512).is_ok(), "below the range");
+        assert!(matches!(
+            s.words(Offset(d), 513),
+            Err(Error::LentOut { .. })
+        ));
+        assert!(matches!(
+            s.at::<AtomicU64>(Offset(d + 4096)),
+            Err(Error::LentOut { .. })
+        ));
+        assert!(
+            s.ptr(Offset(d + 4096), 16).is_ok(),
+            "raw pointers still reach it"
+        );
+    }
+    // A lower offset grows the range.
+    other.lend_from(Offset(d + 8)).unwrap();
+    assert!(seg.at::<AtomicU64>(Offset(d + 8)).is_err());
+    assert!(seg.at::<AtomicU64>(Offset(d)).is_ok());
+    let ro = Segment::open_read_only(seg.name().unwrap()).unwrap();
+    assert!(matches!(ro.lend_from(Offset(d)), Err(Error::ReadOnly)));
 }
 
 #[test]
@@ -231,12 +266,12 @@ fn corrupted_or_foreign_objects_are_rejected() {
         Err(Error::Header(HeaderError::BadChecksum))
     ));
     flip(20);
-    flip(100); // reserved byte
+    flip(110); // reserved byte
     assert!(matches!(
         Segment::open(&name),
         Err(Error::Header(HeaderError::BadField { .. }))
     ));
-    flip(100);
+    flip(110);
     assert!(Segment::open(&name).is_ok());
     f.set_len(4096 + 100).unwrap(); // truncated below total_len
     assert!(matches!(

@@ -111,3 +111,11 @@ pub fn read_bytes(seg: &Segment, offset: Offset, dst: &mut [u8]) -> shm_core::Re
     // other thread of this process writes the range during the copy.
     unsafe { seg.read_bytes(offset, dst) }
 }
+
+/// `seg.discard_range` for tests: only atomics reference segment bytes here.
+#[allow(dead_code)]
+pub fn discard_range(seg: &Segment, offset: Offset, len: u64) -> shm_core::Result<()> {
+    // SAFETY: these tests hold no reference to segment bytes other than
+    // atomics, which the method allows.
+    unsafe { seg.discard_range(offset, len) }
+}
