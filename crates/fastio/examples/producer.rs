@@ -13,25 +13,24 @@ use std::process::Command;
 use dtype::{Primitive, Type};
 use fastio::{CONTEXT_ENV, Context, ContextOptions};
 
-const SHAPE: [u64; 4] = [3, 224, 255, 127];
+const SHAPE: [usize; 4] = [3, 224, 255, 127];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let numel: u64 = SHAPE.iter().product();
-    let bytes = numel * 4;
+    let numel: usize = SHAPE.iter().product();
+    let bytes = numel as u64 * 4;
     let ctx = Context::new(
         &ContextOptions::new()
             .capacity(bytes + bytes / 8)
             .prefix("fastio-example"),
     )?;
 
-    let mut volume = ctx.create(bytes)?;
-    volume.set_type_and_dimensions(Type::primitive(Primitive::Float32), &SHAPE)?;
+    let volume = ctx.create_array(Type::primitive(Primitive::Float32), &SHAPE)?;
     {
         // Fill through an ndobject view of the shared memory: value = the
         // channel index (0, 1, 2) plus a small ramp over the last axis.
         let array = volume.map_as_ndobject_mut()?;
         let data = array.shape().to_vec();
-        let mut values = Vec::with_capacity(numel as usize);
+        let mut values = Vec::with_capacity(numel);
         for c in 0..data[0] {
             for _ in 0..data[1] * data[2] {
                 values.extend((0..data[3]).map(|k| c as f32 + k as f32 / 1000.0));

@@ -21,7 +21,7 @@ pub struct Allocation {
     pub(crate) id: AllocId,
     size: u64,
     element: Type,
-    dims: Vec<u64>,
+    dims: Vec<usize>,
     held: bool,
 }
 
@@ -37,8 +37,9 @@ impl std::fmt::Debug for Allocation {
 }
 
 /// Bytes that `element` x `dims` need: `(element size, element count,
-/// bytes)`. Fails for element types that cannot live in shared memory.
-fn required_size(element: &Type, dims: &[u64]) -> Result<(u64, u64, u64)> {
+/// bytes)`, by `ndobject::shape`'s one overflow rule. Fails for element
+/// types that cannot live in shared memory.
+pub(crate) fn required_size(element: &Type, dims: &[usize]) -> Result<(u64, u64, u64)> {
     if element.has_blockref() {
         return Err(Error::Unsupported(format!(
             "{element} refers to other memory and cannot be shared"
@@ -46,24 +47,26 @@ fn required_size(element: &Type, dims: &[u64]) -> Result<(u64, u64, u64)> {
     }
     let elem = element
         .data_size()
-        .ok_or_else(|| Error::Unsupported(format!("{element} has no fixed size")))?
-        as u64;
+        .ok_or_else(|| Error::Unsupported(format!("{element} has no fixed size")))?;
     if dims.len() > MAX_DIMS {
         return Err(Error::Unsupported(format!(
             "{} dimensions (at most {MAX_DIMS})",
             dims.len()
         )));
     }
+    let numel = ndobject::shape::element_count(dims).map_or(u64::MAX, |n| n as u64);
+    let bytes = ndobject::shape::byte_size(dims, elem).map_or(u64::MAX, |n| n as u64);
+    Ok((elem as u64, numel, bytes))
+}
+
+/// Checks the printed length of a type that will be published.
+fn check_type_text(element: &Type) -> Result<()> {
     if element.to_string().len() > MAX_TYPE_LEN {
         return Err(Error::Unsupported(format!(
             "type text longer than {MAX_TYPE_LEN} bytes"
         )));
     }
-    let numel = dims
-        .iter()
-        .try_fold(1u64, |n, &d| n.checked_mul(d))
-        .unwrap_or(u64::MAX);
-    Ok((elem, numel, numel.saturating_mul(elem)))
+    Ok(())
 }
 
 impl Allocation {
@@ -73,12 +76,13 @@ impl Allocation {
             id,
             size,
             element: Type::primitive(Primitive::UInt8),
-            dims: vec![size],
+            dims: vec![usize::try_from(size).unwrap_or(usize::MAX)],
             held: true,
         }
     }
 
     /// The reference `get` returned, with the published metadata checked.
+    /// The type text is parsed once per process (`types`, a cache).
     pub(crate) fn from_published(
         shared: Arc<Shared>,
         id: AllocId,
@@ -87,9 +91,14 @@ impl Allocation {
     ) -> Result<Allocation> {
         // Own the hold first, so that a bad record is released on error.
         let mut a = Allocation::new(shared, id, size);
-        let element = dtype::parse(&meta.type_text)
-            .map_err(|e| Error::corrupt(format!("published type {:?}: {e}", meta.type_text)))?;
-        a.set_type_and_dimensions(element, &meta.dims)
+        let element = a.shared.parse_type(&meta.type_text)?;
+        let dims = meta
+            .dims
+            .iter()
+            .map(|&d| usize::try_from(d))
+            .collect::<std::result::Result<Vec<usize>, _>>()
+            .map_err(|_| Error::corrupt("published dimension exceeds usize"))?;
+        a.set_checked(element, dims)
             .map_err(|e| Error::corrupt(format!("published metadata: {e}")))?;
         Ok(a)
     }
@@ -105,7 +114,7 @@ impl Allocation {
     }
 
     /// Dimensions (default `[size]`).
-    pub fn dimensions(&self) -> &[u64] {
+    pub fn dimensions(&self) -> &[usize] {
         &self.dims
     }
 
@@ -114,8 +123,13 @@ impl Allocation {
     /// live in shared memory (variable-size, or referring to other memory).
     /// Only this local reference changes; publications keep what they
     /// copied.
-    pub fn set_type_and_dimensions(&mut self, element: Type, dims: &[u64]) -> Result<()> {
-        let (element_size, numel, required) = required_size(&element, dims)?;
+    pub fn set_type_and_dimensions(&mut self, element: Type, dims: &[usize]) -> Result<()> {
+        check_type_text(&element)?;
+        self.set_checked(element, dims.to_vec())
+    }
+
+    fn set_checked(&mut self, element: Type, dims: Vec<usize>) -> Result<()> {
+        let (element_size, numel, required) = required_size(&element, &dims)?;
         if required != self.size || (numel != 0 && required / numel != element_size) {
             return Err(Error::SizeMismatch {
                 element_size,
@@ -125,7 +139,7 @@ impl Allocation {
             });
         }
         self.element = element;
-        self.dims = dims.to_vec();
+        self.dims = dims;
         Ok(())
     }
 
@@ -135,7 +149,7 @@ impl Allocation {
     pub fn publish(&self, name: &str) -> Result<()> {
         let meta = Meta {
             type_text: self.element.to_string(),
-            dims: self.dims.clone(),
+            dims: self.dims.iter().map(|&d| d as u64).collect(),
         };
         self.shared
             .with_table_retry(|l| l.t.publish(self.id, name, &meta))

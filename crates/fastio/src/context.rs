@@ -2,7 +2,11 @@
 //! the heap of a pipeline job, created by the job's owner and attached to
 //! by its operators.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
+
+use dtype::{Type, TypeKind};
+use ndobject::{Array, AssignErrorMode};
 
 use shm_core::{HeaderInfo, Offset, Participant, ReadOnlyView, Segment, SegmentOptions, ShmMutex};
 
@@ -15,6 +19,9 @@ use crate::table::{ACTIVE, CREATING, DOOMED, FREE, Me, Table};
 
 /// Environment variable that carries a context's handle to operators.
 pub const CONTEXT_ENV: &str = "FASTIO_CONTEXT";
+
+/// Most parsed type texts a process keeps per context.
+const TYPE_CACHE_LIMIT: usize = 256;
 
 /// Name prefix of context segments under `/dev/shm`.
 pub const DEFAULT_PREFIX: &str = "fastio";
@@ -132,6 +139,8 @@ pub(crate) struct Shared {
     /// This process's `PROT_READ` view of the segment: read mappings point
     /// into it.
     read_view: ReadOnlyView,
+    /// Published type texts already parsed by this process.
+    types: Mutex<HashMap<String, Type>>,
     participant: Mutex<Participant>,
     pub(crate) layout: Layout,
     mutex_offset: Offset,
@@ -223,6 +232,23 @@ impl Shared {
         }
     }
 
+    /// The type a published type text describes, parsed once per process:
+    /// `get` then costs a table look-up, not a parse. At most
+    /// [`TYPE_CACHE_LIMIT`] texts are kept (the cache starts over beyond).
+    pub(crate) fn parse_type(&self, text: &str) -> Result<Type> {
+        let mut types = self.types.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(t) = types.get(text) {
+            return Ok(t.clone());
+        }
+        let t = dtype::parse(text)
+            .map_err(|e| Error::corrupt(format!("published type {text:?}: {e}")))?;
+        if types.len() >= TYPE_CACHE_LIMIT {
+            types.clear();
+        }
+        types.insert(text.to_owned(), t.clone());
+        Ok(t)
+    }
+
     /// A bounds-checked pointer to `len` heap bytes at `off`, in the
     /// read-write mapping when `writable`, else in the `PROT_READ` view.
     pub(crate) fn heap_ptr(
@@ -261,6 +287,16 @@ impl std::fmt::Debug for Context {
             .field("handle", &self.handle())
             .field("owner", &self.shared.owner)
             .finish()
+    }
+}
+
+/// `ty` with native byte order and alignment (the layout of a fresh
+/// allocation).
+fn native(ty: &Type) -> Type {
+    match ty.kind() {
+        TypeKind::Unaligned(inner) => native(inner),
+        TypeKind::NonNative { primitive, .. } => Type::primitive(*primitive),
+        _ => ty.clone(),
     }
 }
 
@@ -315,6 +351,7 @@ impl Context {
             shared: Arc::new(Shared {
                 segment,
                 read_view,
+                types: Mutex::new(HashMap::new()),
                 participant: Mutex::new(participant),
                 layout,
                 mutex_offset: Offset(data_offset),
@@ -356,6 +393,7 @@ impl Context {
             shared: Arc::new(Shared {
                 segment,
                 read_view,
+                types: Mutex::new(HashMap::new()),
                 participant: Mutex::new(participant),
                 layout,
                 mutex_offset: Offset(data_offset),
@@ -431,6 +469,37 @@ impl Context {
             }
         };
         Ok(Allocation::new(self.shared.clone(), id, size))
+    }
+
+    /// Allocates an array of `element` with `shape`: [`create`] of the
+    /// exact byte size, then [`set_type_and_dimensions`].
+    ///
+    /// [`create`]: Context::create
+    /// [`set_type_and_dimensions`]: Allocation::set_type_and_dimensions
+    pub fn create_array(&self, element: Type, shape: &[usize]) -> Result<Allocation> {
+        let (_, _, bytes) = crate::allocation::required_size(&element, shape)?;
+        if bytes == u64::MAX {
+            return Err(Error::Unsupported(format!(
+                "{shape:?} elements of {element} overflow"
+            )));
+        }
+        let mut a = self.create(bytes)?;
+        a.set_type_and_dimensions(element, shape)?;
+        Ok(a)
+    }
+
+    /// Puts any `ndobject` array into the context under `name`, with
+    /// exactly one copy: a new allocation of its shape (in native byte
+    /// order, aligned), filled by `ndobject`'s typed kernels straight from
+    /// the array's memory (any strides, alignment or byte order, e.g. a
+    /// memory-mapped params-file tensor), then published. The returned
+    /// reference may be released; the publication keeps the memory.
+    pub fn publish_array(&self, name: &str, array: &Array) -> Result<Allocation> {
+        let a = self.create_array(native(array.element_type()), array.shape())?;
+        a.map_as_ndobject_mut()?
+            .assign(array, AssignErrorMode::None)?;
+        a.publish(name)?;
+        Ok(a)
     }
 
     /// A new local reference to the allocation published as `name`, with

@@ -137,14 +137,8 @@ impl Allocation {
         let alloc = self.try_clone()?;
         let (ptr, len) = register(&alloc, kind)?;
         let element = alloc.element_type().clone();
-        let shape = alloc
-            .dimensions()
-            .iter()
-            .map(|&d| usize::try_from(d))
-            .collect::<Result<Vec<usize>, _>>()
-            .map_err(|_| Error::Unsupported("dimension exceeds usize".into()));
+        let shape = alloc.dimensions().to_vec();
         let owner = ArrayOwner { alloc, kind };
-        let shape = shape?;
         // SAFETY: `ptr..ptr + len` is inside the context mapping (checked by
         // `heap_ptr`) and stays mapped while `owner` lives, because `owner`
         // holds an `Allocation`, which keeps the segment's `Shared` (and so

@@ -31,7 +31,7 @@ fn defaults_and_size_checks() {
     );
     // Overflowing products are a mismatch, not a wrap-around.
     let err = a
-        .set_type_and_dimensions(f32t.clone(), &[u64::MAX, 2])
+        .set_type_and_dimensions(f32t.clone(), &[usize::MAX, 2])
         .unwrap_err();
     assert!(matches!(err, Error::SizeMismatch { .. }), "{err}");
     // Types that cannot live in shared memory.
@@ -47,7 +47,10 @@ fn defaults_and_size_checks() {
     assert_eq!(a.dimensions(), &[24]);
 
     a.set_type_and_dimensions(f32t.clone(), &[2, 3]).unwrap();
-    assert_eq!((a.element_type(), a.dimensions()), (&f32t, &[2u64, 3][..]));
+    assert_eq!(
+        (a.element_type(), a.dimensions()),
+        (&f32t, &[2usize, 3][..])
+    );
     let record: Type = "{x: int32, y: float64}".parse().unwrap();
     let mut b = ctx.create(32).unwrap();
     b.set_type_and_dimensions(record.clone(), &[2]).unwrap();
@@ -113,4 +116,55 @@ fn arrays_keep_the_memory_after_everything_else_is_gone() {
     drop(view);
     let s = ctx.stats().unwrap();
     assert_eq!((s.live_allocations, s.freed_allocations), (0, 0));
+}
+
+#[test]
+fn create_array_sizes_and_types_the_allocation() {
+    let ctx = context(1 << 20);
+    let f32t = Type::primitive(Primitive::Float32);
+    let a = ctx.create_array(f32t.clone(), &[2, 3]).unwrap();
+    assert_eq!((a.size(), a.dimensions()), (24, &[2usize, 3][..]));
+    assert_eq!(a.element_type(), &f32t);
+    assert!(ctx.create_array(f32t.clone(), &[usize::MAX, 2]).is_err());
+    assert!(matches!(
+        ctx.create_array(Type::string(StringEncoding::Utf8), &[1]),
+        Err(Error::Unsupported(_))
+    ));
+    let empty = ctx.create_array(f32t, &[0, 5]).unwrap();
+    assert_eq!(empty.size(), 0);
+}
+
+#[test]
+fn publish_array_copies_any_layout_once_into_native_order() {
+    use ndobject::{Array, AssignErrorMode, Index, MemoryBlock};
+    let ctx = context(1 << 20);
+    let values: Vec<i32> = (0..24).map(|v| v * 7 - 50).collect();
+    let base = Array::from_vec(values.clone(), &[4, 6]).unwrap();
+    // A transposed, reversed view.
+    let view = base
+        .transpose()
+        .view(&[Index::slice(None, None, -1), Index::all()])
+        .unwrap();
+    // Big-endian data at a misaligned address.
+    let be = view
+        .cast(&"big_endian[int32]".parse().unwrap(), AssignErrorMode::None)
+        .unwrap();
+    let mut raw = vec![0u8; 1 + 4 * 24];
+    raw[1..].copy_from_slice(&be.to_bytes().unwrap());
+    let block = MemoryBlock::from_owner(raw);
+    let odd = Array::from_block(&block, 1, "big_endian[int32]".parse().unwrap(), &[6, 4]).unwrap();
+    assert!(odd.dtype().to_string().contains("unaligned"));
+    let want = view.to_vec::<i32>().unwrap();
+    for (name, src) in [("view", &view), ("odd", &odd)] {
+        ctx.publish_array(name, src).unwrap().release().unwrap();
+        let got = ctx.get(name).unwrap();
+        assert_eq!(got.dimensions(), &[6, 4]);
+        assert_eq!(got.element_type(), &Type::primitive(Primitive::Int32));
+        let arr = got.map_as_ndobject().unwrap();
+        assert_eq!(arr.to_vec::<i32>().unwrap(), want, "{name}");
+    }
+    assert!(matches!(
+        ctx.publish_array("view", &view),
+        Err(Error::NameExists(_))
+    ));
 }

@@ -10,6 +10,7 @@ use crate::element::{Element, Storage};
 use crate::error::{Error, Result};
 use crate::flags::AccessFlags;
 use crate::meta::{Meta, default_meta};
+use crate::shape::{c_strides, element_count};
 
 /// An N-dimensional array: a view of typed data in a [`MemoryBlock`].
 ///
@@ -34,6 +35,25 @@ use crate::meta::{Meta, default_meta};
 /// assert_eq!(row.get::<i32>(&[2])?, 6);
 /// # Ok::<(), ndobject::Error>(())
 /// ```
+///
+/// # Invariants
+///
+/// Every `Array` satisfies these; the one validating
+/// constructor (`Array::build`) every other constructor and view goes through, checks them
+/// (the checks cite the numbers):
+///
+/// 1. `shape.len() == strides.len()`.
+/// 2. The element type has a fixed data size, and `meta` holds exactly one
+///    entry per entry of its `metadata_layout()`.
+/// 3. Unless a dimension is 0, every element, whole, lies inside the
+///    block: with `lo`/`hi` the lowest and highest byte any index reaches
+///    from `offset` (negative strides included, computed in `i128`),
+///    `0 <= lo` and `hi <= block.len()`.
+/// 4. If a dimension is 0, `offset <= block.len()` and no byte is touched.
+/// 5. Access flags only ever lose rights in views. They cannot grant
+///    writing a block that is not writable: every write takes the block's
+///    write guard, which refuses, so a wrong flag is an error, never a
+///    write.
 #[derive(Clone)]
 pub struct Array {
     pub(crate) element: Type,
@@ -61,26 +81,6 @@ impl std::fmt::Debug for Array {
     }
 }
 
-pub(crate) fn c_strides(shape: &[usize], elem: usize) -> Result<Vec<isize>> {
-    let mut strides = vec![0isize; shape.len()];
-    let mut acc = elem;
-    for (s, n) in strides.iter_mut().zip(shape).rev() {
-        *s = isize::try_from(acc).map_err(|_| Error::Overflow(format!("shape {shape:?}")))?;
-        acc = acc
-            .checked_mul(*n)
-            .filter(|a| *a <= isize::MAX as usize)
-            .ok_or_else(|| Error::Overflow(format!("shape {shape:?}")))?;
-    }
-    Ok(strides)
-}
-
-pub(crate) fn checked_numel(shape: &[usize]) -> Result<usize> {
-    shape
-        .iter()
-        .try_fold(1usize, |a, n| a.checked_mul(*n))
-        .ok_or_else(|| Error::Overflow(format!("shape {shape:?}")))
-}
-
 fn element_size(element: &Type) -> Result<usize> {
     element
         .data_size()
@@ -88,7 +88,7 @@ fn element_size(element: &Type) -> Result<usize> {
 }
 
 impl Array {
-    /// Checks that every element lies inside the block and builds the view.
+    /// Checks the [invariants](Array#invariants) and builds the view.
     /// Leading fixed dimensions of `element`, and strided dimensions whose
     /// metadata leads `meta`, become dimensions of the array.
     pub(crate) fn build(
@@ -120,9 +120,25 @@ impl Array {
             strides.push(stride);
             element = inner;
         }
-        debug_assert_eq!(meta.len(), element.metadata_layout().len());
+        // Invariant 1.
+        if shape.len() != strides.len() {
+            return Err(Error::TypeMismatch(format!(
+                "{} dimensions but {} strides",
+                shape.len(),
+                strides.len()
+            )));
+        }
+        // Invariant 2.
         let elem = element_size(&element)?;
+        if meta.len() != element.metadata_layout().len() {
+            return Err(Error::TypeMismatch(format!(
+                "{element} needs {} metadata entries, got {}",
+                element.metadata_layout().len(),
+                meta.len()
+            )));
+        }
         let block_len = block.len();
+        // Invariant 3.
         if !shape.contains(&0) {
             let (mut lo, mut hi) = (offset as i128, offset as i128 + elem as i128);
             for (n, s) in shape.iter().zip(&strides) {
@@ -141,8 +157,8 @@ impl Array {
                 });
             }
         }
-        // An array without elements never touches its data; keep its
-        // offset inside the block all the same.
+        // Invariant 4: an array without elements never touches its data;
+        // keep its offset inside the block all the same.
         let offset = if shape.contains(&0) {
             offset.min(block_len)
         } else {
@@ -211,7 +227,7 @@ impl Array {
         zeroed: bool,
     ) -> Result<Array> {
         let elem = element_size(&element)?;
-        let bytes = checked_numel(shape)?
+        let bytes = element_count(shape)?
             .checked_mul(elem)
             .ok_or_else(|| Error::Overflow(format!("shape {shape:?}")))?;
         let strides = c_strides(shape, elem)?;
@@ -335,7 +351,7 @@ impl Array {
     /// # Ok::<(), ndobject::Error>(())
     /// ```
     pub fn from_vec<T: Element>(mut data: Vec<T>, shape: &[usize]) -> Result<Array> {
-        let numel = checked_numel(shape)?;
+        let numel = element_count(shape)?;
         if data.len() != numel {
             return Err(Error::SizeMismatch {
                 what: format!("shape {shape:?}"),

@@ -2,9 +2,9 @@
 
 use dtype::TypeKind;
 
-use crate::array::{Array, checked_numel};
+use crate::array::Array;
 use crate::error::{Error, Result};
-use crate::reshape::reshape_strides;
+use crate::shape::{element_count, reshape_strides};
 
 /// One index of a [`Array::view`]: an integer (removes the dimension) or
 /// a slice with a step (keeps it). Negative values count from the end,
@@ -252,7 +252,7 @@ impl Array {
     /// # Ok::<(), ndobject::Error>(())
     /// ```
     pub fn reshape(&self, shape: &[usize]) -> Result<Array> {
-        let numel = checked_numel(shape)?;
+        let numel = element_count(shape)?;
         let err = |reason| Error::Reshape {
             from: self.shape.clone(),
             to: shape.to_vec(),

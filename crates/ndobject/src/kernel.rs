@@ -23,6 +23,7 @@ use crate::array::Array;
 use crate::assign::{AssignErrorMode, convert};
 use crate::cast::{B8, C32, C64, Prim};
 use crate::error::Result;
+use crate::shape::coalesce;
 
 /// Byte swaps to apply on the way in and out.
 #[derive(Clone, Copy)]
@@ -209,25 +210,6 @@ fn lossless(from: Primitive, to: Primitive) -> bool {
     }
 }
 
-/// The iteration space: dimensions of size 1 dropped, neighbours merged
-/// where both arrays step through them as one; the last dimension is the
-/// row. Each entry is `(size, dst stride, src stride)`.
-fn coalesce(shape: &[usize], dst: &[isize], src: &[isize]) -> Vec<(usize, isize, isize)> {
-    let mut dims: Vec<(usize, isize, isize)> = Vec::with_capacity(shape.len());
-    for ((&n, &d), &s) in shape.iter().zip(dst).zip(src) {
-        if n == 1 {
-            continue;
-        }
-        match dims.last_mut() {
-            Some(last) if last.1 == n as isize * d && last.2 == n as isize * s => {
-                *last = (last.0 * n, d, s);
-            }
-            _ => dims.push((n, d, s)),
-        }
-    }
-    dims
-}
-
 /// Calls `row(dst_offset, src_offset)` for every row of `dims` (all but
 /// the last dimension), from the given starting offsets.
 fn for_each_row(
@@ -332,23 +314,6 @@ pub(crate) fn assign(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn coalescing_merges_contiguous_dimensions_only() {
-        assert_eq!(
-            coalesce(&[2, 3, 4], &[48, 16, 4], &[12, 4, 1]),
-            [(24, 4, 1)]
-        );
-        assert_eq!(
-            coalesce(&[2, 1, 4], &[16, 16, 4], &[-8, 99, 2]),
-            [(2, 16, -8), (4, 4, 2)]
-        );
-        assert_eq!(
-            coalesce(&[3, 4], &[16, 4], &[0, 4]),
-            [(3, 16, 0), (4, 4, 4)]
-        );
-        assert!(coalesce(&[1, 1], &[0, 0], &[0, 0]).is_empty());
-    }
 
     #[test]
     fn rows_are_visited_in_c_order() {

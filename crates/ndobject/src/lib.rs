@@ -98,7 +98,7 @@ mod meta;
 #[cfg(feature = "ndarray")]
 mod ndarray_interop;
 mod repr;
-mod reshape;
+pub mod shape;
 mod strings;
 mod var;
 

@@ -70,10 +70,7 @@ impl IndexEntry {
 
     /// Number of elements.
     pub fn len(&self) -> u64 {
-        self.shape
-            .iter()
-            .try_fold(1u64, |acc, &d| acc.checked_mul(d as u64))
-            .unwrap_or(0)
+        ndobject::shape::element_count(&self.shape).map_or(0, |n| n as u64)
     }
 
     /// Whether the tensor has no element.

@@ -39,17 +39,15 @@ pub struct Tensor {
     storage: Storage,
 }
 
-/// Number of elements of a shape, or `None` on overflow (a zero dimension
-/// makes the count 0 however large the others are).
+/// Number of elements of a shape, or `None` on overflow:
+/// `ndobject::shape::element_count`, the one rule of the workspace (a zero
+/// dimension makes the count 0 however large the others are).
 pub(crate) fn element_count(shape: &[usize]) -> Option<usize> {
-    if shape.contains(&0) {
-        return Some(0);
-    }
-    shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
+    ndobject::shape::element_count(shape).ok()
 }
 
 fn expected_len(p: Primitive, shape: &[usize]) -> Option<usize> {
-    element_count(shape)?.checked_mul(p.size())
+    ndobject::shape::byte_size(shape, p.size()).ok()
 }
 
 impl Tensor {
