@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use dtype::{Type, TypeKind};
 use ndobject::{Array, AssignErrorMode};
 
-use shm_core::{HeaderInfo, Offset, Participant, ReadOnlyView, Segment, SegmentOptions, ShmMutex};
+use shm_core::header::HeaderInfo;
+use shm_core::{Offset, Participant, ReadOnlyView, Segment, SegmentOptions, ShmMutex};
 
 use crate::allocation::Allocation;
 use crate::error::{Error, Result};

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{BatchSize, BenchmarkId, Criterion, Throughput};
-use shm_core::{Offset, Segment, SegmentOptions, ShmEvent, ShmMutex, ShmRefCount, ShmRwLock};
+use shm_core::{Offset, Segment, SegmentOptions, ShmEvent, ShmMutex};
 
 const PREFIX: &str = "shmcorebench";
 const CHILD_ENV: &str = "SHMCORE_BENCH_CHILD";
@@ -38,9 +38,6 @@ fn bench_locks(c: &mut Criterion) {
     let seg = Segment::create(&SegmentOptions::new(8192).prefix(PREFIX)).unwrap();
     let p = seg.join().unwrap();
     let m: &ShmMutex = seg.at(at(&seg, 0)).unwrap();
-    let rw: &ShmRwLock = seg.at(at(&seg, 64)).unwrap();
-    let rc: &ShmRefCount = seg.at(at(&seg, 1024)).unwrap();
-    rc.init(&p).unwrap();
     let word: &AtomicU32 = seg.at(at(&seg, 2048)).unwrap();
     let mut g = quick(c, "lock");
     g.bench_function("baseline_cas_store", |b| {
@@ -51,18 +48,6 @@ fn bench_locks(c: &mut Criterion) {
     });
     g.bench_function("mutex_lock_unlock", |b| {
         b.iter(|| drop(black_box(m.lock(&p).unwrap())))
-    });
-    g.bench_function("rwlock_read_unlock", |b| {
-        b.iter(|| drop(black_box(rw.read(&p).unwrap())))
-    });
-    g.bench_function("rwlock_write_unlock", |b| {
-        b.iter(|| drop(black_box(rw.write(&p).unwrap())))
-    });
-    g.bench_function("refcount_acquire_release", |b| {
-        b.iter(|| {
-            rc.acquire(&p).unwrap();
-            black_box(rc.release(&p).unwrap());
-        })
     });
     g.finish();
 }

@@ -104,9 +104,6 @@ pub enum Error {
     /// A lock operation failed.
     #[error(transparent)]
     Lock(#[from] LockError),
-    /// A reference-count operation failed.
-    #[error(transparent)]
-    RefCount(#[from] RefCountError),
 }
 
 impl Error {
@@ -131,24 +128,6 @@ pub enum LockError {
     /// The lock belongs to a different segment than the participant.
     #[error("lock is not inside the participant's segment")]
     ForeignLock,
-}
-
-/// Errors of reference-count operations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum RefCountError {
-    /// The object was already reclaimed (or never initialised).
-    #[error("object already reclaimed")]
-    Reclaimed,
-    /// `init` on an object that is live.
-    #[error("object is live; cannot re-initialise")]
-    AlreadyLive,
-    /// This participant holds no reference to release.
-    #[error("participant holds no reference")]
-    NotHeld,
-    /// The per-participant count would overflow `u32`.
-    #[error("reference count overflow")]
-    Overflow,
 }
 
 /// Crate result type.

@@ -1,6 +1,6 @@
 //! `shm-core`: the bottom layer of the fastio data plane — shared-memory
-//! segments, crash-robust cross-process locks, participant liveness,
-//! cross-process reference counts, and cleanup.
+//! segments, crash-robust cross-process locks and events, participant
+//! liveness, and cleanup.
 //!
 //! Everything above it (zero-copy sharing, read-only inputs, reference
 //! counts across processes, "resources are freed when the pipeline ends")
@@ -12,16 +12,19 @@
 //!   [`LIVENESS_TICK`]; a dead owner's lock is taken over and the new holder
 //!   is told [`owner_died`](MutexGuard::owner_died) (like `EOWNERDEAD`).
 //! * **Kernel-backed liveness.** Each [`Participant`] holds an OFD lock on
-//!   its registry byte; the kernel drops it at death, so PID reuse cannot
-//!   fake liveness.
-//! * **No permanent leak.** Reference counts are per-participant entries, so
-//!   a dead participant's holds are reclaimable exactly once
-//!   ([`ShmRefCount::reclaim_dead`]); [`reap::gc`] unlinks segments nobody
-//!   has open any more.
-//! * **No undefined behaviour from bad bytes.** Headers are validated
-//!   completely before use ([`header::validate`]), offsets are bounds-checked
-//!   against the mapping ([`Segment::at`]), and lock/refcount words with
-//!   garbage are treated as owned by a dead participant.
+//!   its registry byte, which the kernel drops at death, and its slot
+//!   records the joining process's PID and start time, so neither PID reuse
+//!   nor a forked child that inherited the lock can fake liveness.
+//! * **No permanent leak.** Whatever a dead participant owned is
+//!   recognisable by its owner token, so a layer above can reclaim it
+//!   exactly once (fastio's allocation tables do); [`gc`] unlinks
+//!   segments nobody has open any more.
+//! * **No undefined behaviour from bad bytes or from aliasing.** Headers
+//!   are validated completely before use ([`header::validate`]), offsets are
+//!   bounds-checked against the mapping ([`Segment::at`]), lock words with
+//!   garbage are treated as owned by a dead participant, and typed
+//!   references never reach the range a layer above lends out
+//!   ([`Segment::lend_from`]).
 //!
 //! Data is addressed by [`Offset`], never by pointer, because every process
 //! maps a segment at a different address.
@@ -29,7 +32,7 @@
 //! # Example
 //!
 //! ```
-//! use shm_core::{Segment, SegmentOptions, ShmMutex, ShmRefCount, Released};
+//! use shm_core::{Segment, SegmentOptions, ShmMutex};
 //! use std::sync::atomic::{AtomicU64, Ordering};
 //!
 //! # fn main() -> Result<(), shm_core::Error> {
@@ -37,23 +40,17 @@
 //! let seg = Segment::create(&SegmentOptions::new(64 * 1024).prefix("shmcore-doc"))?;
 //! let me = seg.join()?;
 //!
-//! // Lay out a mutex, a counter and a reference count at fixed offsets.
+//! // Lay out a mutex and a counter at fixed offsets.
 //! let base = seg.data_offset().get();
 //! let mutex: &ShmMutex = seg.at(base.into())?;
 //! let counter: &AtomicU64 = seg.at((base + 64).into())?;
-//! let rc: &ShmRefCount = seg.at((base + 128).into())?;
 //!
 //! {
 //!     let guard = mutex.lock(&me)?;        // no syscall when uncontended
 //!     assert!(!guard.owner_died());
 //!     counter.fetch_add(1, Ordering::Relaxed);
 //! }
-//!
-//! rc.init(&me)?;                           // one hold, owned by `me`
-//! rc.acquire(&me)?;
-//! assert_eq!(rc.count(), 2);
-//! assert_eq!(rc.release(&me)?, Released::StillReferenced);
-//! assert_eq!(rc.release(&me)?, Released::Reclaimed); // exactly once
+//! assert_eq!(counter.load(Ordering::Relaxed), 1);
 //!
 //! // Another process would do `Segment::open(name)` with this name.
 //! assert!(seg.name().unwrap().starts_with("shmcore-doc-"));
@@ -61,16 +58,14 @@
 //! # }
 //! ```
 
-pub mod error;
+mod error;
 mod event;
 pub mod header;
 mod mapping;
 mod mutex;
-pub mod offset;
+mod offset;
 mod participant;
-pub mod reap;
-mod refcount;
-mod rwlock;
+mod reap;
 mod segment;
 mod sync;
 mod sys;
@@ -81,25 +76,12 @@ mod testenv;
 #[cfg(all(test, loom))]
 mod loom_models;
 
-pub use error::{Error, HeaderError, LockError, RefCountError, Result};
+pub use error::{Error, HeaderError, LockError, Result};
 pub use event::ShmEvent;
-pub use header::HeaderInfo;
 pub use mapping::{ReadOnlyView, ShmType};
 pub use mutex::{MutexGuard, ShmMutex};
 pub use offset::Offset;
 pub use participant::{Participant, ParticipantInfo};
 pub use reap::{SegmentInfo, gc, list_segments};
-pub use refcount::{ReclaimReport, Released, ShmRefCount};
-pub use rwlock::{ReadGuard, ShmRwLock, WriteGuard};
 pub use segment::{Access, DEFAULT_PREFIX, Segment, SegmentOptions, validate_prefix};
 pub use sync::LIVENESS_TICK;
-
-/// Name prefix this crate's own tests use for named segments; after the
-/// test suite, `list_segments(Some(TEST_PREFIX))` must be empty.
-pub const TEST_PREFIX: &str = "shmcoretest";
-
-/// Returns the segments named `<prefix>-…` that still exist in `/dev/shm`
-/// (e.g. for a CI leak check after the test suite, with [`TEST_PREFIX`]).
-pub fn leaked_segments(prefix: &str) -> Result<Vec<SegmentInfo>> {
-    list_segments(Some(prefix))
-}

@@ -43,12 +43,6 @@ pub unsafe trait ShmType: Sync {}
 unsafe impl ShmType for crate::ShmMutex {}
 // SAFETY: as above.
 #[cfg(not(loom))]
-unsafe impl ShmType for crate::ShmRwLock {}
-// SAFETY: as above.
-#[cfg(not(loom))]
-unsafe impl ShmType for crate::ShmRefCount {}
-// SAFETY: as above.
-#[cfg(not(loom))]
 unsafe impl ShmType for crate::ShmEvent {}
 // SAFETY: atomics are valid for any bit pattern.
 unsafe impl ShmType for std::sync::atomic::AtomicU32 {}

@@ -109,11 +109,9 @@ impl fmt::Debug for Participant {
 }
 
 impl Participant {
-    /// Registers the calling process in `seg`'s registry.
-    ///
-    /// Fails with [`Error::ReadOnly`] on a read-only segment and
-    /// [`Error::RegistryFull`] when every slot is held by a live participant.
-    pub fn join(seg: &Segment) -> Result<Participant> {
+    /// Registers the calling process in `seg`'s registry (see
+    /// [`Segment::join`]).
+    pub(crate) fn join(seg: &Segment) -> Result<Participant> {
         let shared = seg.shared().clone();
         if shared.access != Access::ReadWrite {
             return Err(Error::ReadOnly);

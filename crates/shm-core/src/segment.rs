@@ -415,8 +415,11 @@ impl Segment {
         &self.shared
     }
 
-    /// Registers the calling process as a participant (see
-    /// [`Participant::join`]).
+    /// Registers the calling process as a participant: the identity that
+    /// owns locks (see [`Participant`]).
+    ///
+    /// Fails with [`Error::ReadOnly`] on a read-only segment and
+    /// [`Error::RegistryFull`] when every slot is held by a live participant.
     pub fn join(&self) -> Result<Participant> {
         Participant::join(self)
     }

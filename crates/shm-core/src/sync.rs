@@ -1,16 +1,16 @@
 //! Atomics and the waiting/liveness environment the lock algorithms run on.
 //!
-//! Under `cfg(loom)` the atomics come from `loom` so the lock and reference
-//! count state machines can be model-checked; otherwise they are `std`'s.
+//! Under `cfg(loom)` the atomics come from `loom` so the lock state machine
+//! can be model-checked; otherwise they are `std`'s.
 //! The algorithms never call the kernel directly: they go through [`Env`],
 //! which the real [`Participant`](crate::Participant) implements with shared
 //! futexes and OFD-lock liveness probes, and test/loom models implement with
 //! yields and an in-memory "who is dead" table.
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
+pub(crate) use loom::sync::atomic::{AtomicU32, Ordering};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
+pub(crate) use std::sync::atomic::{AtomicU32, Ordering};
 
 use std::time::{Duration, Instant};
 
@@ -47,14 +47,10 @@ pub(crate) const fn split_token(token: u32) -> Option<(u32, u32)> {
     ))
 }
 
-/// What the lock and refcount algorithms need from their surroundings.
+/// What the lock algorithms need from their surroundings.
 pub(crate) trait Env {
     /// This participant's owner token (valid, nonzero).
     fn token(&self) -> u32;
-    /// This participant's slot index.
-    fn slot(&self) -> u32 {
-        self.token() & TOKEN_SLOT_MASK
-    }
     /// Blocks while `*word == expected`, for at most `timeout` (spurious
     /// wake-ups allowed).
     fn wait(&self, word: &AtomicU32, expected: u32, timeout: Duration);

@@ -1,5 +1,5 @@
-//! Multi-process tests of the mutex and the reader-writer lock, including
-//! holders killed with `SIGKILL`.
+//! Multi-process tests of the mutex, including holders killed with
+//! `SIGKILL`.
 #![cfg(not(loom))] // real processes and syscalls; loom models live in src/loom_models.rs
 
 mod common;
@@ -8,16 +8,11 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 use common::*;
-use shm_core::{Offset, Segment, SegmentOptions, ShmMutex, ShmRwLock};
+use shm_core::{Offset, Segment, SegmentOptions, ShmMutex};
 
 const MUTEX: u64 = 0;
 const COUNTER: u64 = 64;
-const RWLOCK: u64 = 128;
-const INSIDE_R: u64 = 512;
-const INSIDE_W: u64 = 516;
-const VIOLATIONS: u64 = 520;
 const FLAG: u64 = 524;
-const MAX_R: u64 = 528;
 const FORKED_PID: u64 = 532;
 const ENTRY: &str = "child_entry";
 
@@ -53,7 +48,6 @@ fn child_entry() {
     let seg = Segment::open(&var("SEG")).unwrap();
     let p = seg.join().unwrap();
     let mutex: &ShmMutex = seg.at(off(&seg, MUTEX)).unwrap();
-    let rw: &ShmRwLock = seg.at(off(&seg, RWLOCK)).unwrap();
     let iters: u64 = std::env::var("ITERS")
         .map(|v| v.parse().unwrap())
         .unwrap_or(0);
@@ -98,55 +92,6 @@ fn child_entry() {
             });
             hold_forever();
         }
-        "hold_write" => {
-            let _g = rw.write(&p).unwrap();
-            bump_counter(&seg); // "half-written" state
-            hold_forever();
-        }
-        "hold_read" => {
-            let _g = rw.read(&p).unwrap();
-            hold_forever();
-        }
-        "reader" | "writer" => {
-            let writer = role == "writer";
-            if writer {
-                // Phase 1 (readers only) must show overlap; a waiting
-                // writer would (correctly) hold new readers back.
-                wait_until(Duration::from_secs(30), || {
-                    a32(&seg, MAX_R).load(Ordering::SeqCst) >= 2
-                });
-            }
-            for i in 0..iters {
-                if writer {
-                    let _g = rw.write(&p).unwrap();
-                    let w = a32(&seg, INSIDE_W).fetch_add(1, Ordering::SeqCst) + 1;
-                    if w != 1 || a32(&seg, INSIDE_R).load(Ordering::SeqCst) != 0 {
-                        a32(&seg, VIOLATIONS).fetch_add(1, Ordering::SeqCst);
-                    }
-                    bump_counter(&seg);
-                    a32(&seg, INSIDE_W).fetch_sub(1, Ordering::SeqCst);
-                } else {
-                    let _g = rw.read(&p).unwrap();
-                    let r = a32(&seg, INSIDE_R).fetch_add(1, Ordering::SeqCst) + 1;
-                    a32(&seg, MAX_R).fetch_max(r, Ordering::SeqCst);
-                    if a32(&seg, INSIDE_W).load(Ordering::SeqCst) != 0 {
-                        a32(&seg, VIOLATIONS).fetch_add(1, Ordering::SeqCst);
-                    }
-                    if i == 0 {
-                        // First read: stay inside until the other reader is
-                        // inside too. If readers excluded each other this
-                        // would never happen and count as a violation.
-                        if !wait_until(Duration::from_secs(20), || {
-                            a32(&seg, MAX_R).load(Ordering::SeqCst) >= 2
-                        }) {
-                            a32(&seg, VIOLATIONS).fetch_add(1, Ordering::SeqCst);
-                        }
-                    }
-                    std::thread::yield_now();
-                    a32(&seg, INSIDE_R).fetch_sub(1, Ordering::SeqCst);
-                }
-            }
-        }
         other => panic!("unknown role {other}"),
     }
 }
@@ -169,34 +114,6 @@ fn n_processes_increment_under_mutex_exactly() {
     let mutex: &ShmMutex = seg.at(off(&seg, MUTEX)).unwrap();
     assert!(!mutex.is_locked());
     assert!(!mutex.is_poisoned());
-}
-
-#[test]
-#[cfg_attr(miri, ignore = "needs real syscalls")]
-fn readers_overlap_and_writers_are_exclusive() {
-    let seg = new_segment();
-    const ITERS: u64 = 300;
-    let mut kids = vec![
-        child(&seg, "reader", ITERS),
-        child(&seg, "reader", ITERS),
-        child(&seg, "writer", ITERS),
-        child(&seg, "writer", ITERS),
-    ];
-    for k in &mut kids {
-        assert!(wait_bounded(&mut k.0, Duration::from_secs(120)).success());
-    }
-    assert_eq!(a32(&seg, VIOLATIONS).load(Ordering::SeqCst), 0);
-    assert!(
-        a32(&seg, MAX_R).load(Ordering::SeqCst) >= 2,
-        "readers never overlapped"
-    );
-    assert_eq!(
-        read_counter(&seg),
-        2 * ITERS,
-        "every write happened exactly once"
-    );
-    let rw: &ShmRwLock = seg.at(off(&seg, RWLOCK)).unwrap();
-    assert_eq!(rw.reader_count(), 0);
 }
 
 fn spawn_holder(seg: &Segment, role: &str) -> KillOnDrop {
@@ -298,53 +215,6 @@ fn killed_holder_with_a_live_forked_child_is_dead() {
     assert_eq!(dead.len(), 1, "the killed holder's slot reads dead");
     drop(g);
     drop(forked);
-}
-
-#[test]
-#[cfg_attr(miri, ignore = "needs real syscalls")]
-fn writer_killed_readers_and_writers_see_owner_died() {
-    let seg = new_segment();
-    let mut holder = spawn_holder(&seg, "hold_write");
-    let rw: &ShmRwLock = seg.at(off(&seg, RWLOCK)).unwrap();
-    let p = seg.join().unwrap();
-    assert!(matches!(
-        rw.try_read(&p),
-        Err(shm_core::LockError::WouldBlock)
-    ));
-    kill9(&mut holder.0);
-    let r = rw.read_timeout(&p, Duration::from_secs(30)).unwrap();
-    assert!(r.owner_died());
-    drop(r);
-    assert!(rw.is_poisoned());
-    let mut w = rw.write_timeout(&p, Duration::from_secs(30)).unwrap();
-    assert!(w.owner_died());
-    w.mark_consistent();
-    drop(w);
-    assert!(!rw.write(&p).unwrap().owner_died());
-    assert_eq!(read_counter(&seg), 1);
-}
-
-#[test]
-#[cfg_attr(miri, ignore = "needs real syscalls")]
-fn reader_killed_writer_proceeds_with_owner_died() {
-    let seg = new_segment();
-    let mut holder = spawn_holder(&seg, "hold_read");
-    let rw: &ShmRwLock = seg.at(off(&seg, RWLOCK)).unwrap();
-    let p = seg.join().unwrap();
-    // Other readers are not blocked by a live reader.
-    drop(rw.try_read(&p).unwrap());
-    assert!(matches!(
-        rw.try_write(&p),
-        Err(shm_core::LockError::WouldBlock)
-    ));
-    kill9(&mut holder.0);
-    let t0 = Instant::now();
-    let w = rw.write_timeout(&p, Duration::from_secs(30)).unwrap();
-    assert!(w.owner_died());
-    assert!(t0.elapsed() < Duration::from_secs(5));
-    drop(w);
-    assert!(!rw.is_poisoned(), "a dead reader does not poison");
-    assert_eq!(rw.reader_count(), 0);
 }
 
 #[test]

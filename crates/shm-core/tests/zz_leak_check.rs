@@ -68,6 +68,6 @@ fn killed_creator_is_reaped_and_nothing_leaks() {
     // Nothing created by any test of this crate is left behind. (Other
     // test binaries ran before this one; the lib's unit tests create no
     // named segments.)
-    let leaked = shm_core::leaked_segments(shm_core::TEST_PREFIX).unwrap();
+    let leaked = shm_core::list_segments(Some(TEST_PREFIX)).unwrap();
     assert!(leaked.is_empty(), "leaked test segments: {leaked:?}");
 }

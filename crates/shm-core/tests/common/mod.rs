@@ -7,12 +7,16 @@ use std::time::{Duration, Instant};
 
 use shm_core::{Offset, Segment};
 
+/// Name prefix of this crate's test segments; `cargo xtask ci` checks that
+/// none is left in `/dev/shm` afterwards.
+pub const TEST_PREFIX: &str = "shmcoretest";
+
 /// Environment variable that selects a child's role.
 pub const ROLE: &str = "SHMCORE_TEST_ROLE";
 
 /// Unique prefix for this test process's named segments.
 pub fn prefix() -> String {
-    format!("{}-{}", shm_core::TEST_PREFIX, std::process::id())
+    format!("{}-{}", TEST_PREFIX, std::process::id())
 }
 
 /// Re-executes the current test binary running only `entry` with `role`.
