@@ -115,6 +115,7 @@ impl ContextOptions {
 
 /// Counts describing a context's use, from one consistent snapshot.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Stats {
     /// Allocations alive (referenced or published), freed ones included.
     pub live_allocations: u64,

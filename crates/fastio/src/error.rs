@@ -9,12 +9,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The shared-memory layer failed (open, map, allocate, ...).
+    /// The shared-memory layer failed (open, map, allocate, take the
+    /// context lock: `shm_core::Error::Lock`, ...).
     #[error("shared memory: {0}")]
     Shm(#[from] shm_core::Error),
-    /// The context lock could not be taken.
-    #[error("context lock: {0}")]
-    Lock(#[from] shm_core::LockError),
     /// A configured limit would be exceeded.
     #[error("context capacity exceeded: {resource} (limit {limit})")]
     CapacityExceeded {
@@ -76,6 +74,12 @@ pub enum Error {
     /// Building an `ndobject` array over the mapping failed.
     #[error("array view: {0}")]
     Array(#[from] ndobject::Error),
+}
+
+impl From<shm_core::LockError> for Error {
+    fn from(e: shm_core::LockError) -> Error {
+        Error::Shm(e.into())
+    }
 }
 
 impl Error {

@@ -19,6 +19,7 @@ use crate::table::{ACTIVE, CREATING, DOOMED, Entry, FREE, Table, rec};
 
 /// What a recovery did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Recovery {
     /// Holds (references) of dead processes that were dropped.
     pub dead_holds: u64,

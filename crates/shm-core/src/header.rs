@@ -58,6 +58,7 @@ const KNOWN_FLAGS: u32 = FLAG_PERSISTENT;
 
 /// The decoded, validated contents of a segment header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HeaderInfo {
     /// Layout version.
     pub version: u32,

@@ -72,6 +72,7 @@ pub(crate) const fn slot_byte(slot: u32) -> u64 {
 
 /// A snapshot of one registry slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ParticipantInfo {
     /// Slot index.
     pub slot: u32,

@@ -19,6 +19,7 @@ use crate::sys;
 
 /// What [`list_segments`] reports about one segment.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SegmentInfo {
     /// Name under `/dev/shm`.
     pub name: String,
