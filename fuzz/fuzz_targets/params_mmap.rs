@@ -16,9 +16,9 @@ fuzz_target!(|data: &[u8]| {
         f.write_all(data).expect("write temp file");
     }
     let opts = ReadOptions::tvm_compatible();
-    let mapped = ParamDict::open_mmap_with(&path, &opts);
-    let index = ParamIndex::from_path_with(&path, &opts);
-    let memory = ParamDict::from_bytes_with(data, &opts);
+    let mapped = opts.map_path(&path);
+    let index = opts.index_path(&path);
+    let memory = opts.read_bytes(data);
     assert_eq!(mapped.is_ok(), memory.is_ok());
     assert_eq!(index.is_ok(), memory.is_ok());
     if let (Ok(m), Ok(r), Ok(i)) = (mapped, memory, index) {

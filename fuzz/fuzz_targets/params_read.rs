@@ -10,10 +10,10 @@ use params_io::{ParamDict, ParamIndex, ReadOptions};
 
 fuzz_target!(|data: &[u8]| {
     for opts in [ReadOptions::default(), ReadOptions::tvm_compatible()] {
-        let a = ParamDict::from_bytes_with(data, &opts);
-        let b = ParamDict::read_with(data, &opts);
-        let c = ParamDict::from_shared(data.to_vec(), &opts);
-        let i = ParamIndex::from_bytes(data, &opts);
+        let a = opts.read_bytes(data);
+        let b = opts.read(data);
+        let c = opts.read_block(ndobject::MemoryBlock::from_owner(data.to_vec()));
+        let i = opts.index_bytes(data);
         assert_eq!(a.is_ok(), b.is_ok());
         assert_eq!(a.is_ok(), c.is_ok());
         assert_eq!(a.is_ok(), i.is_ok());
@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(a, c);
                 assert_eq!(i.len(), a.len());
                 let bytes = a.to_bytes().expect("a read dict writes");
-                let again = ParamDict::from_bytes_with(&bytes, &opts).expect("written bytes read");
+                let again = opts.read_bytes(&bytes).expect("written bytes read");
                 assert_eq!(again, a);
                 assert_eq!(again.to_bytes().expect("writes"), bytes);
             }

@@ -8,6 +8,7 @@
 
 mod dtype_cmd;
 mod params_cmd;
+mod params_output;
 mod shm_cmd;
 
 use std::process::ExitCode;

@@ -1,5 +1,5 @@
 //! `fastio params inspect | export | pack | verify`: TVM/CVM parameter
-//! files, through `params_io::tools`.
+//! files, through `params_io::files` and `ReadOptions::index_path`.
 //!
 //! Exit codes: 0 on success; 2 when a file breaks the format or a
 //! profile (the message names the byte offset), a `.npy` input is
@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use params_io::{Error, Profile, ReadOptions, WriteOptions, tools};
+use params_io::{Error, Profile, ReadOptions, WriteOptions, files};
+
+use crate::params_output;
 
 use crate::Failure;
 
@@ -119,22 +121,22 @@ fn with_progress<T>(
 }
 
 fn inspect(file: &Path, json: bool) -> Result<(), Failure> {
-    let index = tools::inspect(file, &ReadOptions::default()).map_err(|e| failure(&e))?;
+    let index = ReadOptions::new()
+        .index_path(file)
+        .map_err(|e| failure(&e))?;
     if json {
-        println!("{}", index.to_json());
+        println!("{}", params_output::json(&index));
     } else {
-        print!("{}", index.to_table());
+        print!("{}", params_output::table(&index));
     }
     Ok(())
 }
 
 fn export(file: &Path, dir: &Path) -> Result<(), Failure> {
     let opts = ReadOptions::default();
-    let bar = progress_bar("export", || {
-        tools::inspect(file, &opts).map(|i| i.data_bytes())
-    })?;
+    let bar = progress_bar("export", || opts.index_path(file).map(|i| i.data_bytes()))?;
     let files = with_progress(bar, |progress| {
-        tools::export_npy(file, dir, &opts, progress)
+        files::export_npy(file, dir, &opts, progress)
     })?;
     let bytes: u64 = files.iter().map(|f| f.nbytes).sum();
     println!(
@@ -148,13 +150,13 @@ fn export(file: &Path, dir: &Path) -> Result<(), Failure> {
 fn pack(out: &Path, args: &[String]) -> Result<(), Failure> {
     let inputs = args
         .iter()
-        .map(|a| tools::parse_pack_arg(a))
+        .map(|a| parse_pack_arg(a))
         .collect::<Result<Vec<_>, String>>()
         .map_err(|message| Failure { message, code: 2 })?;
     let opts = WriteOptions::default();
-    let bar = progress_bar("pack", || tools::pack_len(&inputs, &opts))?;
+    let bar = progress_bar("pack", || files::pack_len(&inputs, &opts))?;
     let written = with_progress(bar, |progress| {
-        tools::pack_npy(out, &inputs, &opts, progress)
+        files::pack_npy(out, &inputs, &opts, progress)
     })?;
     println!(
         "packed {} tensor(s) into {} ({written} bytes)",
@@ -165,7 +167,7 @@ fn pack(out: &Path, args: &[String]) -> Result<(), Failure> {
 }
 
 fn verify(file: &Path, profile: Profile) -> Result<(), Failure> {
-    let report = tools::verify(file, profile).map_err(|e| failure(&e))?;
+    let report = files::verify(file, profile).map_err(|e| failure(&e))?;
     println!(
         "{}: ok ({} tensor(s), {} bytes of data, {} bytes; loadable by {profile})",
         file.display(),
@@ -182,5 +184,26 @@ pub(crate) fn run(cmd: ParamsCommand) -> Result<(), Failure> {
         ParamsCommand::Export { file, dir } => export(&file, &dir),
         ParamsCommand::Pack { out, inputs } => pack(&out, &inputs),
         ParamsCommand::Verify { file, profile } => verify(&file, profile),
+    }
+}
+
+/// Splits a `NAME=FILE.npy` argument at its last `=`.
+fn parse_pack_arg(arg: &str) -> Result<(String, PathBuf), String> {
+    match arg.rsplit_once('=') {
+        Some((name, file)) if !file.is_empty() => Ok((name.to_owned(), PathBuf::from(file))),
+        _ => Err(format!("expected NAME=FILE.npy, got {arg:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn pack_arguments_split_at_the_last_equals_sign() {
+        assert_eq!(
+            super::parse_pack_arg("a=b=c.npy").unwrap(),
+            ("a=b".to_owned(), "c.npy".into())
+        );
+        assert!(super::parse_pack_arg("nofile").is_err());
+        assert!(super::parse_pack_arg("x=").is_err());
     }
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use dtype::Primitive;
-use params_io::{ParamDict, Tensor};
+use params_io::{ParamDict, ReadOptions, Tensor};
 
 fn fastio(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fastio"))
@@ -269,7 +269,7 @@ fn pack_writes_a_file_params_io_reads_back() {
         text(&out.stdout)
     );
 
-    let back = ParamDict::read_path(&out_file).unwrap();
+    let back = ReadOptions::new().read_path(&out_file).unwrap();
     let names: Vec<String> = back.iter().map(|p| p.name().into_owned()).collect();
     assert_eq!(names, ["dense/w", "k=v", "flag", "f"]);
     let t = |n: &str| back.get(n).unwrap();

@@ -308,6 +308,29 @@ impl MemoryBlock {
         self.0.writable && !self.is_frozen()
     }
 
+    /// The block's bytes as a slice, when no one can write them: a
+    /// read-only block (such as [`MemoryBlock::from_owner`] of a `Vec` or a
+    /// memory map) or a frozen one. `None` for a writable block, whose
+    /// bytes could change under the slice.
+    ///
+    /// ```
+    /// use ndobject::MemoryBlock;
+    /// assert_eq!(MemoryBlock::from_owner(vec![1u8, 2]).bytes(), Some(&[1u8, 2][..]));
+    /// assert_eq!(MemoryBlock::zeroed(100)?.bytes(), None);
+    /// # Ok::<(), ndobject::Error>(())
+    /// ```
+    pub fn bytes(&self) -> Option<&[u8]> {
+        if self.is_writable() {
+            return None;
+        }
+        let (base, len) = self.data_range().ok()?;
+        // SAFETY: `base..base + len` is the block's data, valid while the
+        // block (borrowed by `&self`) lives; nobody can write it (a
+        // read-only or frozen block refuses write guards, and the contract
+        // of `from_raw_parts` excludes writers elsewhere).
+        Some(unsafe { std::slice::from_raw_parts(base.as_ptr(), len) })
+    }
+
     /// Whether the block was frozen (made immutable for good).
     pub fn is_frozen(&self) -> bool {
         self.0.frozen.load(Ordering::Acquire)

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
 use dtype::Primitive;
-use params_io::{ParamDict, ParamIndex, Tensor, WriteOptions};
+use params_io::{ParamDict, ReadOptions, Tensor, WriteOptions};
 
 const TENSORS: usize = 64;
 
@@ -81,13 +81,13 @@ fn bench(c: &mut Criterion) {
         b.iter_with_large_drop(|| std::fs::read(&path).unwrap())
     });
     g.bench_function("read_full", |b| {
-        b.iter_with_large_drop(|| ParamDict::read_path(&path).unwrap())
+        b.iter_with_large_drop(|| ReadOptions::new().read_path(&path).unwrap())
     });
     g.bench_function("mmap_open", |b| {
-        b.iter_with_large_drop(|| ParamDict::open_mmap(&path).unwrap())
+        b.iter_with_large_drop(|| ReadOptions::new().map_path(&path).unwrap())
     });
     g.bench_function("index", |b| {
-        b.iter_with_large_drop(|| ParamIndex::from_path(&path).unwrap())
+        b.iter_with_large_drop(|| ReadOptions::new().index_path(&path).unwrap())
     });
     g.finish();
     let _ = std::fs::remove_dir_all(&dir);

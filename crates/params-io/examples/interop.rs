@@ -7,7 +7,7 @@
 //!                           the dict again gives TVM's bytes exactly
 //! interop write-ours DIR    write DIR/ours/*.params + manifest.json + raw .bin files for TVM to load
 //! interop make-bench-file PATH MIB   write the benchmark's file layout (64 float32 tensors)
-//! interop time-read PATH     best of 3: std::fs::read, read_path, open_mmap (to set beside
+//! interop time-read PATH     best of 3: std::fs::read, read_path, map_path (to set beside
 //!                           `tvm_interop.py time PATH`)
 //! ```
 //!
@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use dtype::Primitive;
 use params_io::format::LEGACY_BOOL;
-use params_io::{ParamDict, Tensor, WriteOptions};
+use params_io::{ParamDict, ReadOptions, Tensor, WriteOptions};
 use serde_json::{Value, json};
 
 fn read_tvm(dir: &Path) -> Result<(usize, usize), String> {
@@ -35,7 +35,7 @@ fn read_tvm(dir: &Path) -> Result<(usize, usize), String> {
         let file = case["file"].as_str().ok_or("file")?;
         let path = tvm.join(file);
         let mut problems = Vec::new();
-        match ParamDict::read_path(&path) {
+        match ReadOptions::new().read_path(&path) {
             Err(e) => problems.push(format!("strict read failed: {e}")),
             Ok(d) => {
                 let tensors = case["tensors"].as_array().ok_or("tensors")?;
@@ -81,7 +81,7 @@ fn read_tvm(dir: &Path) -> Result<(usize, usize), String> {
                     problems.push(format!("rewrite differs from TVM's bytes at byte {at}"));
                 }
                 // And the mmap path must agree.
-                match ParamDict::open_mmap(&path) {
+                match ReadOptions::new().map_path(&path) {
                     Ok(m) if m == d => {}
                     Ok(_) => problems.push("mmap differs from read".to_owned()),
                     Err(e) => problems.push(format!("mmap failed: {e}")),
@@ -268,11 +268,11 @@ fn time_read(path: &Path, n: usize) -> Result<(), String> {
     report("baseline_fs_read", best_of(n, || fs::read(path).unwrap()));
     report(
         "params_io_read_full",
-        best_of(n, || ParamDict::read_path(path).unwrap()),
+        best_of(n, || ReadOptions::new().read_path(path).unwrap()),
     );
     report(
         "params_io_mmap_open",
-        best_of(n, || ParamDict::open_mmap(path).unwrap()),
+        best_of(n, || ReadOptions::new().map_path(path).unwrap()),
     );
     Ok(())
 }

@@ -1,65 +1,30 @@
 //! Glue to `ndobject`: tensors as arrays (zero-copy over the file or map),
 //! and arrays as tensors to write (streamed with `write_c_order`).
 
-use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::Path;
-use std::sync::Arc;
 
 use dtype::{Endianness, Primitive, TypeKind};
-use ndobject::{Array, MemoryBlock};
+use ndobject::Array;
 
 use crate::error::Error;
-use crate::tensor::{ParamDict, SharedBytes, Tensor};
+use crate::tensor::{ParamDict, Tensor};
 use crate::write::{Entry, TensorSource, WriteOptions, write_params, write_params_to_path};
 
-/// Lends a shared owner's bytes to a memory block.
-struct Lend(SharedBytes);
-
-impl AsRef<[u8]> for Lend {
-    fn as_ref(&self) -> &[u8] {
-        (*self.0).as_ref()
-    }
-}
-
-/// Makes the one memory block of each distinct owner.
-#[derive(Default)]
-struct Blocks(HashMap<usize, MemoryBlock>);
-
-impl Blocks {
-    fn array(&mut self, t: &Tensor) -> Result<Array, Error> {
-        match t.shared_owner() {
-            Some((owner, start)) => {
-                let key = Arc::as_ptr(owner).cast::<u8>() as usize;
-                let block = self
-                    .0
-                    .entry(key)
-                    .or_insert_with(|| MemoryBlock::from_owner(Lend(owner.clone())));
-                Ok(Array::from_block(
-                    block,
-                    start,
-                    t.element_type(),
-                    t.shape(),
-                )?)
-            }
-            None => Ok(Array::from_bytes(
-                t.element_type(),
-                t.shape(),
-                t.data().to_vec(),
-            )?),
-        }
-    }
-}
-
 impl Tensor {
-    /// The tensor as an `ndobject` array. A view (from
-    /// [`ParamDict::open_mmap`] or [`ParamDict::from_shared`]) stays
-    /// zero-copy: a read-only array over an external block that keeps the
-    /// map alive, typed `unaligned[T]` when the data offset is not aligned
-    /// for `T` (`Array::to_contiguous` makes an aligned copy). An owned
-    /// tensor is copied into an owned, writable, aligned array.
+    /// The tensor as a read-only `ndobject` array over its memory block:
+    /// O(1), no copy, for mapped and owned tensors alike. The array keeps
+    /// the block (and so a map) alive; its element type is `unaligned[T]`
+    /// when the data offset is not aligned for `T` (`Array::to_contiguous`
+    /// makes an aligned copy).
     pub fn to_array(&self) -> Result<Array, Error> {
-        Blocks::default().array(self)
+        let (block, offset) = self.block();
+        Ok(Array::from_block(
+            block,
+            offset,
+            self.element_type(),
+            self.shape(),
+        )?)
     }
 
     /// A tensor holding a copy of an array's elements (C order).
@@ -71,11 +36,10 @@ impl Tensor {
 
 impl ParamDict {
     /// Every tensor as an array, in order (see [`Tensor::to_array`]); the
-    /// views of one file share one memory block.
+    /// arrays of one file share its memory block.
     pub fn to_arrays(&self) -> Result<Vec<(String, Array)>, Error> {
-        let mut blocks = Blocks::default();
         self.iter()
-            .map(|p| Ok((p.name().into_owned(), blocks.array(p.tensor())?)))
+            .map(|p| Ok((p.name().into_owned(), p.tensor().to_array()?)))
             .collect()
     }
 
@@ -195,6 +159,7 @@ pub fn write_arrays_to_path<N: AsRef<[u8]>>(
 mod tests {
     use super::*;
     use crate::read::ReadOptions;
+    use ndobject::MemoryBlock;
 
     fn sample() -> ParamDict {
         let mut d = ParamDict::new();
@@ -222,7 +187,9 @@ mod tests {
             .unwrap();
         buf.resize(start, 0);
         buf.extend_from_slice(&file);
-        let d = ParamDict::from_shared(Shifted(buf, start), &ReadOptions::default()).unwrap();
+        let d = ReadOptions::new()
+            .read_block(MemoryBlock::from_owner(Shifted(buf, start)))
+            .unwrap();
         let arrays = d.to_arrays().unwrap();
         let x_ptr = d.get("x").unwrap().data().as_ptr();
         drop(d);

@@ -235,7 +235,7 @@ pub enum FormatErrorKind {
         /// How many (`1` means "at least one" for streams of unknown length).
         count: u64,
     },
-    /// A `bool` element is neither 0 nor 1 (checked by [`verify`](crate::tools::verify)).
+    /// A `bool` element is neither 0 nor 1 (checked by [`verify`](crate::files::verify)).
     #[error("bool element holds {value} (expected 0 or 1)")]
     BadBool {
         /// The byte found.
@@ -360,6 +360,10 @@ pub enum Error {
     /// A name looked up is not in the dictionary.
     #[error("no tensor named {0:?}")]
     NotFound(String),
+    /// `Tensor::from_block` with a block that can be written: a tensor's
+    /// bytes must not change.
+    #[error("a tensor needs a read-only memory block")]
+    WritableBlock,
 }
 
 impl Error {

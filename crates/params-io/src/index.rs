@@ -9,7 +9,6 @@ use std::path::Path;
 
 use dtype::dlpack::DLDataType;
 use dtype::{Primitive, Type};
-use serde_json::{Value, json};
 
 use crate::error::Error;
 use crate::input::SeekInput;
@@ -95,20 +94,15 @@ pub struct ParamIndex {
     pub file_len: u64,
 }
 
-impl ParamIndex {
-    /// Indexes a file, strictly (default options).
-    pub fn from_path(path: impl AsRef<Path>) -> Result<ParamIndex, Error> {
-        ParamIndex::from_path_with(path, &ReadOptions::default())
-    }
-
-    /// Indexes a file with options; reads headers only.
-    pub fn from_path_with(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<ParamIndex, Error> {
+impl ReadOptions {
+    /// Indexes a file: reads its headers only (seeking over the data).
+    pub fn index_path(&self, path: impl AsRef<Path>) -> Result<ParamIndex, Error> {
         let path = path.as_ref();
         let run = || -> Result<ParamIndex, Error> {
             let file = File::open(path).map_err(|e| Error::os("open", e))?;
             let len = file.metadata().map_err(|e| Error::os("stat", e))?.len();
             let mut inp = SeekInput::new(BufReader::with_capacity(64 * 1024, file), len);
-            let entries = parse(&mut inp, opts)?;
+            let entries = parse(&mut inp, self)?;
             Ok(ParamIndex {
                 entries: entries
                     .into_iter()
@@ -121,8 +115,8 @@ impl ParamIndex {
     }
 
     /// Indexes a file held in memory.
-    pub fn from_bytes(buf: &[u8], opts: &ReadOptions) -> Result<ParamIndex, Error> {
-        let entries = parse_slice(buf, opts)?;
+    pub fn index_bytes(&self, buf: &[u8]) -> Result<ParamIndex, Error> {
+        let entries = parse_slice(buf, self)?;
         Ok(ParamIndex {
             entries: entries
                 .into_iter()
@@ -131,7 +125,9 @@ impl ParamIndex {
             file_len: buf.len() as u64,
         })
     }
+}
 
+impl ParamIndex {
     /// Number of tensors.
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -145,79 +141,5 @@ impl ParamIndex {
     /// Total bytes of tensor data.
     pub fn data_bytes(&self) -> u64 {
         self.entries.iter().map(|e| e.nbytes).sum()
-    }
-
-    /// The index as JSON values: an array of objects with exactly the keys
-    /// `name`, `dtype`, `shape`, `nbytes`, `offset` (what `fastio params
-    /// inspect --json` prints).
-    pub fn to_json_value(&self) -> Value {
-        Value::Array(
-            self.entries
-                .iter()
-                .map(|e| {
-                    json!({
-                        "name": e.name(),
-                        "dtype": e.dtype_name(),
-                        "shape": e.shape,
-                        "nbytes": e.nbytes,
-                        "offset": e.offset,
-                    })
-                })
-                .collect(),
-        )
-    }
-
-    /// [`to_json_value`](ParamIndex::to_json_value) as text.
-    pub fn to_json(&self) -> String {
-        self.to_json_value().to_string()
-    }
-
-    /// One aligned text row per tensor, under a header row: name, dtype,
-    /// shape, bytes, offset (what `fastio params inspect` prints).
-    pub fn to_table(&self) -> String {
-        let rows: Vec<[String; 5]> = self
-            .entries
-            .iter()
-            .map(|e| {
-                let shape = e
-                    .shape
-                    .iter()
-                    .map(usize::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                [
-                    format!("{:?}", e.name()),
-                    e.dtype_name().to_owned(),
-                    format!("({shape})"),
-                    e.nbytes.to_string(),
-                    e.offset.to_string(),
-                ]
-            })
-            .collect();
-        let head = ["name", "dtype", "shape", "bytes", "offset"].map(str::to_owned);
-        let mut widths = head.clone().map(|h| h.chars().count());
-        for r in &rows {
-            for (w, c) in widths.iter_mut().zip(r) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-        let mut out = String::new();
-        for r in std::iter::once(&head).chain(&rows) {
-            let mut line = String::new();
-            for (i, (c, w)) in r.iter().zip(widths).enumerate() {
-                let pad = w - c.chars().count();
-                if i >= 3 {
-                    line.push_str(&" ".repeat(pad));
-                    line.push_str(c);
-                } else {
-                    line.push_str(c);
-                    line.push_str(&" ".repeat(pad));
-                }
-                line.push_str("  ");
-            }
-            out.push_str(line.trim_end());
-            out.push('\n');
-        }
-        out
     }
 }

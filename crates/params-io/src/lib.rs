@@ -10,14 +10,15 @@
 //!   it is checked against the bytes that remain; reading never panics;
 //! * **streaming**: reading from a `Read` or writing to a `Write` or a path
 //!   (atomically) never holds more than the tensors themselves;
-//! * **zero-copy**: [`ParamDict::open_mmap`] parses only the headers and
-//!   gives each tensor as a view into the mapped file;
-//! * **tools**: an [`index`](ParamIndex) without data, a CVM
-//!   [`Profile`], `.npy` [export and pack](tools), and [`verify`](tools::verify).
+//! * **zero-copy**: [`ReadOptions::map_path`] parses only the headers and
+//!   gives each tensor as a view into the mapped file (every way of reading
+//!   starts from the one builder, [`ReadOptions`]);
+//! * **whole files**: an [`index`](ParamIndex) without data, a CVM
+//!   [`Profile`], `.npy` [export and pack](files), and [`verify`](files::verify).
 //!
 //! ```
 //! use dtype::Primitive;
-//! use params_io::{ParamDict, Tensor};
+//! use params_io::{ParamDict, ReadOptions, Tensor};
 //!
 //! let mut params = ParamDict::new();
 //! let w: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -25,14 +26,14 @@
 //! params.insert("flag", Tensor::new(Primitive::Bool, &[], vec![1])?);
 //!
 //! let bytes = params.to_bytes()?;              // what TVM writes for the same dict
-//! let back = ParamDict::from_bytes(&bytes)?;   // strict read
+//! let back = ReadOptions::new().read_bytes(&bytes)?;   // strict read
 //! assert_eq!(back, params);
 //! assert_eq!(back.get("dense0_weight").unwrap().datashape(), "2 * 2 * float32");
 //!
 //! // A corrupted file is a typed error with the byte offset of the field.
 //! let mut bad = bytes.clone();
 //! bad[0] ^= 1;
-//! let err = ParamDict::from_bytes(&bad).unwrap_err();
+//! let err = ReadOptions::new().read_bytes(&bad).unwrap_err();
 //! assert_eq!(err.offset(), Some(0));
 //! # Ok::<(), params_io::Error>(())
 //! ```
@@ -44,6 +45,7 @@
 
 mod array;
 pub mod error;
+pub mod files;
 pub mod format;
 mod index;
 mod input;
@@ -53,7 +55,6 @@ pub mod npy;
 mod profile;
 mod read;
 mod tensor;
-pub mod tools;
 mod write;
 
 pub use array::{ArraySource, write_arrays, write_arrays_to_path};
@@ -61,7 +62,7 @@ pub use error::{Error, Field, FormatError, FormatErrorKind, NpyError};
 pub use index::{IndexEntry, ParamIndex};
 pub use profile::{CVM_MAX_FILE_LEN, Profile, UnknownProfile};
 pub use read::{Duplicates, ReadOptions};
-pub use tensor::{Param, ParamDict, SharedBytes, Tensor, datashape};
+pub use tensor::{Param, ParamDict, Tensor, datashape};
 pub use write::{
     BoolTag, Entry, TensorSource, WriteOptions, encoded_len, write_params, write_params_to_path,
 };

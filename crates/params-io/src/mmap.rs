@@ -6,20 +6,21 @@
 
 use std::fs::File;
 use std::path::Path;
-use std::sync::Arc;
 
 use memmap2::Mmap;
+use ndobject::MemoryBlock;
 
 use crate::error::Error;
-use crate::read::{ReadOptions, dict_from_shared, parse_slice};
-use crate::tensor::{ParamDict, SharedBytes};
+use crate::read::ReadOptions;
+use crate::tensor::ParamDict;
 
-/// Maps a whole file read-only. Empty files are not mapped (a zero-length
-/// mapping is an error on Linux); they give an empty owner.
-pub(crate) fn map_file(file: &File) -> std::io::Result<SharedBytes> {
+/// Maps a whole file read-only, as a read-only `ndobject` block that owns
+/// the map. Empty files are not mapped (a zero-length mapping is an error
+/// on Linux); they give an empty block.
+pub(crate) fn map_file(file: &File) -> std::io::Result<MemoryBlock> {
     let len = file.metadata()?.len();
     if len == 0 {
-        return Ok(Arc::new(Vec::<u8>::new()));
+        return Ok(MemoryBlock::from_owner(Vec::<u8>::new()));
     }
     // SAFETY: `Mmap::map` is unsafe because the mapped bytes can change
     // under us if another process modifies or truncates the file while it
@@ -29,12 +30,12 @@ pub(crate) fn map_file(file: &File) -> std::io::Result<SharedBytes> {
     // against the length observed at mapping time. Parameter files are
     // written by replacing them atomically (new inode, see `write.rs`),
     // which leaves existing maps intact. Modifying a file in place while
-    // it is mapped is documented as unsupported on `ParamDict::open_mmap`.
+    // it is mapped is documented as unsupported on `ReadOptions::map_path`.
     let map = unsafe { Mmap::map(file)? };
-    Ok(Arc::new(map))
+    Ok(MemoryBlock::from_owner(map))
 }
 
-impl ParamDict {
+impl ReadOptions {
     /// Opens a file by memory-mapping it: parses only the headers and gives
     /// each tensor as a zero-copy view into the map (data pages are read
     /// by the OS when first touched). Views keep the map alive after the
@@ -44,18 +45,12 @@ impl ParamDict {
     ///
     /// The file must not be modified in place or truncated while mapped
     /// (replace it atomically instead, as [`ParamDict::write_path`] does).
-    pub fn open_mmap(path: impl AsRef<Path>) -> Result<ParamDict, Error> {
-        ParamDict::open_mmap_with(path, &ReadOptions::default())
-    }
-
-    /// [`open_mmap`](ParamDict::open_mmap) with options.
-    pub fn open_mmap_with(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<ParamDict, Error> {
+    pub fn map_path(&self, path: impl AsRef<Path>) -> Result<ParamDict, Error> {
         let path = path.as_ref();
         let run = || -> Result<ParamDict, Error> {
             let file = File::open(path).map_err(|e| Error::os("open", e))?;
-            let owner = map_file(&file).map_err(|e| Error::os("mmap", e))?;
-            let entries = parse_slice((*owner).as_ref(), opts)?;
-            dict_from_shared(&owner, entries)
+            let block = map_file(&file).map_err(|e| Error::os("mmap", e))?;
+            self.read_block(block)
         };
         run().map_err(|e| e.at_path(path))
     }
@@ -75,15 +70,15 @@ mod tests {
         let t = crate::Tensor::new(dtype::Primitive::UInt8, &[3], vec![1, 2, 3]).unwrap();
         d.insert("a", t.clone());
         d.write_path(&path).unwrap();
-        let m = ParamDict::open_mmap(&path).unwrap();
+        let m = ReadOptions::new().map_path(&path).unwrap();
         let view = m.get("a").unwrap().clone();
         drop(m);
         assert!(view.is_view());
         assert_eq!(view, t);
         let empty = dir.join("empty");
         std::fs::write(&empty, b"").unwrap();
-        let owner = map_file(&File::open(&empty).unwrap()).unwrap();
-        assert!((*owner).as_ref().is_empty());
+        let block = map_file(&File::open(&empty).unwrap()).unwrap();
+        assert!(block.is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

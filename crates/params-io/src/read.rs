@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::Path;
-use std::sync::Arc;
 
 use dtype::Primitive;
 use dtype::dlpack::DLDataType;
@@ -17,7 +16,9 @@ use crate::format::{
 };
 use crate::input::{Input, ReaderInput, SliceInput};
 use crate::profile::Profile;
-use crate::tensor::{ParamDict, SharedBytes, Tensor};
+use ndobject::MemoryBlock;
+
+use crate::tensor::{ParamDict, Tensor};
 
 /// What to do when a name appears twice.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -30,8 +31,31 @@ pub enum Duplicates {
     LastWins,
 }
 
-/// How strictly to read. The default is the strictest: UTF-8 names, no
-/// duplicates, no trailing bytes, TVM profile.
+/// How to read a parameter file, and the one way to read one (as
+/// `memmap2::MmapOptions` is for maps): set the rules, then call a
+/// terminal method for the source —
+///
+/// | source | method | data |
+/// |---|---|---|
+/// | a path, memory-mapped | [`map_path`](ReadOptions::map_path) | zero-copy views of the map |
+/// | a path | [`read_path`](ReadOptions::read_path) | one block per tensor, each size checked against the file first |
+/// | a stream (pipe, socket) | [`read`](ReadOptions::read) | memory grows only as bytes arrive |
+/// | bytes in memory | [`read_bytes`](ReadOptions::read_bytes) | copied once, into one block |
+/// | a read-only `ndobject` block | [`read_block`](ReadOptions::read_block) | zero-copy views of the block |
+/// | a path or bytes, headers only | [`index_path`](ReadOptions::index_path), [`index_bytes`](ReadOptions::index_bytes) | none |
+///
+/// The default is the strictest: UTF-8 names, no duplicates, no trailing
+/// bytes, TVM profile.
+///
+/// ```
+/// use params_io::{ParamDict, ReadOptions};
+/// let empty = ParamDict::new().to_bytes()?;
+/// assert_eq!(empty.len(), 32);
+/// assert!(ReadOptions::new().read_bytes(&empty)?.is_empty());
+/// assert!(ReadOptions::new().read_bytes(&empty[..31]).is_err());
+/// assert!(ReadOptions::tvm_compatible().read(&empty[..])?.is_empty());
+/// # Ok::<(), params_io::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ReadOptions {
@@ -46,6 +70,11 @@ pub struct ReadOptions {
 }
 
 impl ReadOptions {
+    /// The strict default (the same as [`ReadOptions::strict`]).
+    pub fn new() -> ReadOptions {
+        ReadOptions::default()
+    }
+
     /// The strict default.
     pub fn strict() -> ReadOptions {
         ReadOptions::default()
@@ -488,14 +517,14 @@ fn dict_from_owned(entries: Vec<(Header, Vec<u8>)>) -> Result<ParamDict, Error> 
     Ok(d)
 }
 
-/// Builds views of `owner` for parsed headers.
-pub(crate) fn dict_from_shared(
-    owner: &SharedBytes,
+/// Builds views of `block` for parsed headers.
+pub(crate) fn dict_from_block(
+    block: &MemoryBlock,
     entries: Vec<(Header, usize)>,
 ) -> Result<ParamDict, Error> {
     let mut d = ParamDict::new();
     for (h, start) in entries {
-        let t = Tensor::from_shared(owner.clone(), start, h.primitive, &h.shape)?
+        let t = Tensor::from_block(block.clone(), start, h.primitive, &h.shape)?
             .with_dl_unchecked(h.dl);
         d.push_unchecked(h.name, t);
     }
@@ -507,72 +536,39 @@ pub(crate) fn parse_slice(buf: &[u8], opts: &ReadOptions) -> Result<Vec<(Header,
     parse(&mut SliceInput::new(buf), opts)
 }
 
-impl ParamDict {
-    /// Reads a file held in memory, copying each tensor out of it.
-    ///
-    /// ```
-    /// use params_io::ParamDict;
-    /// let empty = ParamDict::new().to_bytes()?;
-    /// assert_eq!(empty.len(), 32);
-    /// assert!(ParamDict::from_bytes(&empty)?.is_empty());
-    /// assert!(ParamDict::from_bytes(&empty[..31]).is_err());
-    /// # Ok::<(), params_io::Error>(())
-    /// ```
-    pub fn from_bytes(buf: &[u8]) -> Result<ParamDict, Error> {
-        ParamDict::from_bytes_with(buf, &ReadOptions::default())
+impl ReadOptions {
+    /// Reads a file held in memory: its bytes are copied once, into one
+    /// block that the tensors share.
+    pub fn read_bytes(&self, buf: &[u8]) -> Result<ParamDict, Error> {
+        // Parse first, so that a bad file costs no copy.
+        parse_slice(buf, self)?;
+        self.read_block(MemoryBlock::from_owner(buf.to_vec()))
     }
 
-    /// [`from_bytes`](ParamDict::from_bytes) with options.
-    pub fn from_bytes_with(buf: &[u8], opts: &ReadOptions) -> Result<ParamDict, Error> {
-        let entries = parse_slice(buf, opts)?;
-        let mut d = ParamDict::new();
-        for (h, start) in entries {
-            let bytes = buf
-                .get(start..start + h.nbytes as usize)
-                .unwrap_or_default()
-                .to_vec();
-            let t = tensor_from_vec(&h, bytes)?;
-            d.push_unchecked(h.name, t);
-        }
-        Ok(d)
-    }
-
-    /// Reads a file held by a shared owner (e.g. a `Vec<u8>`) without
-    /// copying: every tensor is a view that keeps the owner alive.
-    pub fn from_shared<O>(owner: O, opts: &ReadOptions) -> Result<ParamDict, Error>
-    where
-        O: AsRef<[u8]> + Send + Sync + 'static,
-    {
-        let owner: SharedBytes = Arc::new(owner);
-        let entries = parse_slice((*owner).as_ref(), opts)?;
-        dict_from_shared(&owner, entries)
+    /// Reads a file held by a read-only `ndobject` memory block (for
+    /// example `MemoryBlock::from_owner` of a `Vec<u8>` or a memory map)
+    /// without copying: every tensor is a view that keeps the block alive.
+    pub fn read_block(&self, block: MemoryBlock) -> Result<ParamDict, Error> {
+        let bytes = block.bytes().ok_or(Error::WritableBlock)?;
+        let entries = parse_slice(bytes, self)?;
+        dict_from_block(&block, entries)
     }
 
     /// Reads from a stream of unknown length (a pipe, a socket). Memory
     /// grows only as bytes arrive, so lying size fields cost nothing.
-    pub fn read<R: Read>(r: R) -> Result<ParamDict, Error> {
-        ParamDict::read_with(r, &ReadOptions::default())
-    }
-
-    /// [`read`](ParamDict::read) with options.
-    pub fn read_with<R: Read>(r: R, opts: &ReadOptions) -> Result<ParamDict, Error> {
-        dict_from_owned(parse(&mut ReaderInput::new(r, None), opts)?)
+    pub fn read<R: Read>(&self, r: R) -> Result<ParamDict, Error> {
+        dict_from_owned(parse(&mut ReaderInput::new(r, None), self)?)
     }
 
     /// Reads a file into memory, one allocation per tensor, each checked
     /// against the file's length first.
-    pub fn read_path(path: impl AsRef<Path>) -> Result<ParamDict, Error> {
-        ParamDict::read_path_with(path, &ReadOptions::default())
-    }
-
-    /// [`read_path`](ParamDict::read_path) with options.
-    pub fn read_path_with(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<ParamDict, Error> {
+    pub fn read_path(&self, path: impl AsRef<Path>) -> Result<ParamDict, Error> {
         let path = path.as_ref();
         let run = || -> Result<ParamDict, Error> {
             let file = File::open(path).map_err(|e| Error::os("open", e))?;
             let len = file.metadata().map_err(|e| Error::os("stat", e))?.len();
             let r = BufReader::with_capacity(256 * 1024, file);
-            dict_from_owned(parse(&mut ReaderInput::new(r, Some(len)), opts)?)
+            dict_from_owned(parse(&mut ReaderInput::new(r, Some(len)), self)?)
         };
         run().map_err(|e| e.at_path(path))
     }

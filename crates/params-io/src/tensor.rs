@@ -1,42 +1,34 @@
-//! [`Tensor`], a typed dense byte buffer (owned, or a zero-copy view of a
-//! shared owner such as a memory map), and [`ParamDict`], the ordered
-//! collection of named tensors a parameter file holds.
+//! [`Tensor`], a typed dense byte buffer in an `ndobject` [`MemoryBlock`]
+//! (one block per file or map, shared by its tensors, or one of its own),
+//! and [`ParamDict`], the ordered collection of named tensors a parameter
+//! file holds.
 
 use std::borrow::Cow;
 use std::fmt;
-use std::sync::Arc;
 
 use dtype::dlpack::DLDataType;
 use dtype::{Endianness, Primitive, Type};
+use ndobject::MemoryBlock;
 
 use crate::error::Error;
 use crate::format::{dl_type_of, primitive_of};
 
-/// Bytes owned by someone else, shared by reference count (a memory map,
-/// a `Vec<u8>` holding a whole file, ...).
-pub type SharedBytes = Arc<dyn AsRef<[u8]> + Send + Sync>;
-
-#[derive(Clone)]
-enum Storage {
-    Owned(Arc<Vec<u8>>),
-    Shared {
-        owner: SharedBytes,
-        start: usize,
-        len: usize,
-    },
-}
-
 /// A dense, C-order tensor of one primitive element type.
 ///
 /// The bytes are in the file's order, little-endian (the native order on
-/// the hosts this crate is tested on). A tensor is cheap to clone: clones
-/// share the bytes.
+/// the hosts this crate is tested on), and live in a read-only `ndobject`
+/// [`MemoryBlock`]: the block of a whole memory-mapped or in-memory file,
+/// shared by all its tensors, or a block of the tensor's own. One owner
+/// abstraction for every source of bytes, so [`Tensor::to_array`] is O(1)
+/// either way. A tensor is cheap to clone: clones share the block.
 #[derive(Clone)]
 pub struct Tensor {
     dl: DLDataType,
     primitive: Primitive,
     shape: Vec<usize>,
-    storage: Storage,
+    block: MemoryBlock,
+    offset: usize,
+    len: usize,
 }
 
 /// Number of elements of a shape, or `None` on overflow:
@@ -73,37 +65,47 @@ impl Tensor {
                 expected: expected as u64,
             });
         }
+        let len = data.len();
         Ok(Tensor {
             dl: dl_type_of(primitive),
             primitive,
             shape: shape.to_vec(),
-            storage: Storage::Owned(Arc::new(data)),
+            block: MemoryBlock::from_owner(data),
+            offset: 0,
+            len,
         })
     }
 
-    /// A zero-copy view of `owner[start..]`; checks that the bytes are there.
-    pub fn from_shared(
-        owner: SharedBytes,
-        start: usize,
+    /// A zero-copy view of `block[offset..]` (e.g. the block of a mapped
+    /// file); checks that the bytes are there and that the block is
+    /// read-only (a tensor's bytes never change).
+    pub fn from_block(
+        block: MemoryBlock,
+        offset: usize,
         primitive: Primitive,
         shape: &[usize],
     ) -> Result<Tensor, Error> {
-        let available = (*owner).as_ref().len();
+        let available = block.len();
         let len = expected_len(primitive, shape).ok_or(Error::DataLength {
             found: available,
             expected: u64::MAX,
         })?;
-        if start.checked_add(len).is_none_or(|end| end > available) {
+        if offset.checked_add(len).is_none_or(|end| end > available) {
             return Err(Error::DataLength {
-                found: available.saturating_sub(start),
+                found: available.saturating_sub(offset),
                 expected: len as u64,
             });
+        }
+        if block.bytes().is_none() {
+            return Err(Error::WritableBlock);
         }
         Ok(Tensor {
             dl: dl_type_of(primitive),
             primitive,
             shape: shape.to_vec(),
-            storage: Storage::Shared { owner, start, len },
+            block,
+            offset,
+            len,
         })
     }
 
@@ -177,13 +179,12 @@ impl Tensor {
 
     /// The element bytes, C order, little-endian.
     pub fn data(&self) -> &[u8] {
-        match &self.storage {
-            Storage::Owned(v) => v,
-            Storage::Shared { owner, start, len } => (**owner)
-                .as_ref()
-                .get(*start..start.saturating_add(*len))
-                .unwrap_or_default(),
-        }
+        // `from_block` and `new` checked the range and that the block is
+        // read-only, which it stays.
+        self.block
+            .bytes()
+            .and_then(|b| b.get(self.offset..self.offset + self.len))
+            .unwrap_or_default()
     }
 
     /// Whether the data sits at an address aligned for the element type.
@@ -191,35 +192,33 @@ impl Tensor {
         (self.data().as_ptr() as usize).is_multiple_of(self.primitive.alignment())
     }
 
-    /// Whether the data is a view into a shared owner (e.g. a memory map).
+    /// Whether the tensor is a window into a larger block (a file or a
+    /// map), rather than a block of its own.
     pub fn is_view(&self) -> bool {
-        matches!(self.storage, Storage::Shared { .. })
+        self.offset != 0 || self.block.len() != self.len
     }
 
-    /// The shared owner and the byte offset of the data in it, for views.
-    pub fn shared_owner(&self) -> Option<(&SharedBytes, usize)> {
-        match &self.storage {
-            Storage::Shared { owner, start, .. } => Some((owner, *start)),
-            Storage::Owned(_) => None,
-        }
+    /// The memory block holding the data, and the data's offset in it.
+    pub fn block(&self) -> (&MemoryBlock, usize) {
+        (&self.block, self.offset)
     }
 
-    /// An owned copy of the data (no longer tied to the file or map).
+    /// A copy of the data in a block of its own (no longer tied to the
+    /// file or map).
     pub fn to_owned_copy(&self) -> Tensor {
         Tensor {
             dl: self.dl,
             primitive: self.primitive,
             shape: self.shape.clone(),
-            storage: Storage::Owned(Arc::new(self.data().to_vec())),
+            block: MemoryBlock::from_owner(self.data().to_vec()),
+            offset: 0,
+            len: self.len,
         }
     }
 
-    /// The data as an owned vector (moves it out when this is the only owner).
+    /// The data as a vector (a copy: the block may be shared).
     pub fn into_bytes(self) -> Vec<u8> {
-        match self.storage {
-            Storage::Owned(v) => Arc::try_unwrap(v).unwrap_or_else(|v| v.to_vec()),
-            Storage::Shared { .. } => self.data().to_vec(),
-        }
+        self.data().to_vec()
     }
 }
 
@@ -433,20 +432,25 @@ mod tests {
     }
 
     #[test]
-    fn shared_views_are_bounds_checked_and_zero_copy() {
-        let owner: SharedBytes = Arc::new(vec![9u8; 10]);
-        let v = Tensor::from_shared(owner.clone(), 2, Primitive::Int16, &[4]).unwrap();
+    fn block_views_are_bounds_checked_and_zero_copy() {
+        let block = MemoryBlock::from_owner(vec![9u8; 10]);
+        let base = block.bytes().unwrap().as_ptr();
+        let v = Tensor::from_block(block.clone(), 2, Primitive::Int16, &[4]).unwrap();
         assert!(v.is_view());
-        assert_eq!(v.data().as_ptr(), unsafe_free_ptr(&owner, 2));
-        assert!(Tensor::from_shared(owner.clone(), 3, Primitive::Int16, &[4]).is_err());
-        assert!(Tensor::from_shared(owner, usize::MAX, Primitive::Int8, &[1]).is_err());
+        assert_eq!(v.data().as_ptr(), base.wrapping_add(2));
+        assert!(Tensor::from_block(block.clone(), 3, Primitive::Int16, &[4]).is_err());
+        assert!(Tensor::from_block(block, usize::MAX, Primitive::Int8, &[1]).is_err());
+        let writable = MemoryBlock::zeroed(8).unwrap();
+        assert!(matches!(
+            Tensor::from_block(writable, 0, Primitive::Int8, &[8]),
+            Err(Error::WritableBlock)
+        ));
         let c = v.to_owned_copy();
         assert!(!c.is_view());
         assert_eq!(c, v);
-    }
-
-    fn unsafe_free_ptr(owner: &SharedBytes, at: usize) -> *const u8 {
-        (**owner).as_ref()[at..].as_ptr()
+        // Arrays of owned tensors are O(1) views too.
+        let a = c.to_array().unwrap();
+        assert_eq!(a.data_address(), c.data().as_ptr() as usize);
     }
 
     #[test]

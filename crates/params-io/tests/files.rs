@@ -7,7 +7,7 @@ use std::fs;
 
 use common::{i32s, mixed, temp_dir};
 use dtype::Primitive;
-use params_io::{ParamDict, ParamIndex, Profile, ReadOptions, Tensor, WriteOptions, npy, tools};
+use params_io::{ParamDict, Profile, ReadOptions, Tensor, WriteOptions, files, npy};
 
 #[test]
 fn write_path_is_atomic_and_reads_back_every_way() {
@@ -28,8 +28,8 @@ fn write_path_is_atomic_and_reads_back_every_way() {
         .collect();
     assert_eq!(names, ["m.params"]);
 
-    assert_eq!(ParamDict::read_path(&path).unwrap(), d);
-    let mapped = ParamDict::open_mmap(&path).unwrap();
+    assert_eq!(ReadOptions::new().read_path(&path).unwrap(), d);
+    let mapped = ReadOptions::new().map_path(&path).unwrap();
     assert_eq!(mapped, d);
     assert!(mapped.iter().all(|p| p.tensor().is_view()));
     let x = mapped.get("x").unwrap().clone();
@@ -39,7 +39,7 @@ fn write_path_is_atomic_and_reads_back_every_way() {
         &i32s(&[0, 1, 2, 3, 4, 5])[..],
         "views outlive the dict"
     );
-    let idx = ParamIndex::from_path(&path).unwrap();
+    let idx = ReadOptions::new().index_path(&path).unwrap();
     assert_eq!(idx.file_len, n);
     assert_eq!(idx.len(), d.len());
 
@@ -48,7 +48,7 @@ fn write_path_is_atomic_and_reads_back_every_way() {
     bad.insert("z", Tensor::new(Primitive::Float32, &[0], vec![]).unwrap());
     let opts = WriteOptions::default().profile(Profile::Cvm);
     assert!(bad.write_path_with(&path, &opts, &mut |_| {}).is_err());
-    assert_eq!(ParamDict::read_path(&path).unwrap(), d);
+    assert_eq!(ReadOptions::new().read_path(&path).unwrap(), d);
     fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -62,10 +62,13 @@ fn mmap_views_report_alignment_and_copies_fix_it() {
         Tensor::new(Primitive::Int32, &[2], i32s(&[1, 2])).unwrap(),
     );
     d.write_path(&path).unwrap();
-    let m = ParamDict::open_mmap(&path).unwrap();
+    let m = ReadOptions::new().map_path(&path).unwrap();
     let t = m.get("x").unwrap();
     // Data at file offset 89 (24 + 9 + 8 + 48): not 4-aligned in a page-aligned map.
-    assert_eq!(ParamIndex::from_path(&path).unwrap().entries[0].offset, 89);
+    assert_eq!(
+        ReadOptions::new().index_path(&path).unwrap().entries[0].offset,
+        89
+    );
     assert!(!t.is_aligned());
     let a = t.to_array().unwrap();
     assert_eq!(a.element_type().to_string(), "unaligned[int32]");
@@ -84,10 +87,10 @@ fn errors_on_paths_carry_path_and_offset() {
     b.truncate(b.len() - 1);
     fs::write(&path, &b).unwrap();
     for e in [
-        ParamDict::read_path(&path).unwrap_err(),
-        ParamDict::open_mmap(&path).unwrap_err(),
-        ParamIndex::from_path(&path).unwrap_err(),
-        tools::verify(&path, Profile::Tvm).unwrap_err(),
+        ReadOptions::new().read_path(&path).unwrap_err(),
+        ReadOptions::new().map_path(&path).unwrap_err(),
+        ReadOptions::new().index_path(&path).unwrap_err(),
+        files::verify(&path, Profile::Tvm).unwrap_err(),
     ] {
         let line = e.to_string();
         assert!(
@@ -98,8 +101,8 @@ fn errors_on_paths_carry_path_and_offset() {
         assert!(e.offset().is_some());
     }
     fs::write(&path, b"").unwrap();
-    assert!(ParamDict::open_mmap(&path).is_err());
-    assert!(ParamDict::read_path(dir.join("missing")).is_err());
+    assert!(ReadOptions::new().map_path(&path).is_err());
+    assert!(ReadOptions::new().read_path(dir.join("missing")).is_err());
     fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -111,7 +114,7 @@ fn export_then_pack_gives_the_same_file() {
     d.write_path(&src).unwrap();
     let out = dir.join("npy");
     let mut last = 0;
-    let files = tools::export_npy(&src, &out, &ReadOptions::default(), &mut |b| last = b).unwrap();
+    let files = files::export_npy(&src, &out, &ReadOptions::default(), &mut |b| last = b).unwrap();
     assert_eq!(last, d.data_bytes());
     assert_eq!(files.len(), d.len());
     let index: serde_json::Value =
@@ -130,9 +133,9 @@ fn export_then_pack_gives_the_same_file() {
         .map(|f| (f.name.clone(), out.join(&f.file)))
         .collect();
     let packed = dir.join("packed.params");
-    let planned = tools::pack_len(&inputs, &WriteOptions::default()).unwrap();
+    let planned = files::pack_len(&inputs, &WriteOptions::default()).unwrap();
     let mut last = 0;
-    let written = tools::pack_npy(&packed, &inputs, &WriteOptions::default(), &mut |b| {
+    let written = files::pack_npy(&packed, &inputs, &WriteOptions::default(), &mut |b| {
         last = b
     })
     .unwrap();
@@ -140,15 +143,15 @@ fn export_then_pack_gives_the_same_file() {
     assert_eq!(planned, written);
     assert_eq!(last, written);
     assert_eq!(written, fs::metadata(&src).unwrap().len());
-    let report = tools::verify(&packed, Profile::Tvm).unwrap();
+    let report = files::verify(&packed, Profile::Tvm).unwrap();
     assert_eq!(report.tensors, d.len());
-    let cvm = tools::verify(&packed, Profile::Cvm).unwrap_err();
+    let cvm = files::verify(&packed, Profile::Cvm).unwrap_err();
     assert!(cvm.to_string().contains("not loadable by CVM"), "{cvm}");
     // Duplicate names in pack are refused.
     let twice = vec![inputs[0].clone(), inputs[0].clone()];
-    assert!(tools::pack_len(&twice, &WriteOptions::default()).is_err());
+    assert!(files::pack_len(&twice, &WriteOptions::default()).is_err());
     assert!(
-        tools::pack_npy(
+        files::pack_npy(
             dir.join("t.params"),
             &twice,
             &WriteOptions::default(),
@@ -166,21 +169,15 @@ fn verify_rejects_bad_bool_bytes() {
     let mut d = ParamDict::new();
     d.insert("m", Tensor::new(Primitive::Bool, &[2], vec![1, 2]).unwrap());
     d.write_path(&path).unwrap();
-    let e = tools::verify(&path, Profile::Tvm).unwrap_err();
+    let e = files::verify(&path, Profile::Tvm).unwrap_err();
     assert_eq!(e.offset(), Some(89 + 1), "{e}");
     fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
-fn pack_arguments() {
+fn long_names_export_to_numbered_files() {
     assert_eq!(
-        tools::parse_pack_arg("a=b=c.npy").unwrap(),
-        ("a=b".to_owned(), "c.npy".into())
-    );
-    assert!(tools::parse_pack_arg("nofile").is_err());
-    assert!(tools::parse_pack_arg("x=").is_err());
-    assert_eq!(
-        tools::export_file_name(3, &[b'a'; 300]).len(),
+        files::export_file_name(3, &[b'a'; 300]).len(),
         "~3-".len() + 120 + 4
     );
 }

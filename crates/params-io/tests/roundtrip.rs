@@ -3,7 +3,7 @@
 //! through every reader, and writing is byte-stable across a cycle.
 
 use dtype::Primitive;
-use params_io::{ParamDict, ParamIndex, ReadOptions, Tensor};
+use params_io::{ParamDict, ReadOptions, Tensor};
 use proptest::prelude::*;
 
 fn tensor() -> impl Strategy<Value = Tensor> {
@@ -35,17 +35,17 @@ proptest! {
     fn write_read_equal_and_byte_stable(d in dict()) {
         let bytes = d.to_bytes().unwrap();
         prop_assert_eq!(bytes.len() as u64, d.encoded_len().unwrap());
-        let a = ParamDict::from_bytes(&bytes).unwrap();
+        let a = ReadOptions::new().read_bytes(&bytes).unwrap();
         prop_assert_eq!(&a, &d);
-        let b = ParamDict::read(&bytes[..]).unwrap();
+        let b = ReadOptions::new().read(&bytes[..]).unwrap();
         prop_assert_eq!(&b, &d);
-        let c = ParamDict::from_shared(bytes.clone(), &ReadOptions::default()).unwrap();
+        let c = ReadOptions::default().read_block(ndobject::MemoryBlock::from_owner(bytes.clone())).unwrap();
         prop_assert_eq!(&c, &d);
         prop_assert!(c.iter().all(|p| p.tensor().is_view()));
         prop_assert_eq!(a.to_bytes().unwrap(), bytes.clone());
         prop_assert_eq!(c.to_bytes().unwrap(), bytes.clone());
 
-        let idx = ParamIndex::from_bytes(&bytes, &ReadOptions::default()).unwrap();
+        let idx = ReadOptions::default().index_bytes(&bytes).unwrap();
         prop_assert_eq!(idx.len(), d.len());
         for (e, p) in idx.entries.iter().zip(d.iter()) {
             prop_assert_eq!(&e.name[..], p.name_bytes());
@@ -57,9 +57,9 @@ proptest! {
 
     #[test]
     fn arbitrary_bytes_never_panic(data in prop::collection::vec(any::<u8>(), 0..256)) {
-        let _ = ParamDict::from_bytes(&data);
-        let _ = ParamDict::read(&data[..]);
-        let _ = ParamIndex::from_bytes(&data, &ReadOptions::tvm_compatible());
+        let _ = ReadOptions::new().read_bytes(&data);
+        let _ = ReadOptions::new().read(&data[..]);
+        let _ = ReadOptions::tvm_compatible().index_bytes(&data);
     }
 
     #[test]
@@ -67,8 +67,8 @@ proptest! {
         let mut bytes = d.to_bytes().unwrap();
         let i = at.index(bytes.len());
         bytes[i] = v;
-        let r1 = ParamDict::from_bytes(&bytes);
-        let r2 = ParamDict::read(&bytes[..]);
+        let r1 = ReadOptions::new().read_bytes(&bytes);
+        let r2 = ReadOptions::new().read(&bytes[..]);
         prop_assert_eq!(r1.is_ok(), r2.is_ok());
         if let (Ok(a), Ok(b)) = (r1, r2) {
             prop_assert_eq!(a, b);

@@ -14,8 +14,8 @@ use loom::sync::Arc;
 use loom::sync::atomic::AtomicBool;
 use loom::thread;
 
-use crate::sync::{AtomicU32, Env, Ordering, make_token, split_token};
 use crate::ShmMutex;
+use crate::sync::{AtomicU32, Env, Ordering, make_token, split_token};
 
 const SLOTS: usize = 4;
 
@@ -45,7 +45,8 @@ struct LoomEnv {
 
 impl LoomEnv {
     fn die(&self) {
-        self.world.dead[(self.token() & crate::sync::TOKEN_SLOT_MASK) as usize].store(true, Ordering::SeqCst);
+        self.world.dead[(self.token() & crate::sync::TOKEN_SLOT_MASK) as usize]
+            .store(true, Ordering::SeqCst);
     }
 }
 

@@ -1,24 +1,19 @@
-//! The operations behind `fastio params inspect | export | pack | verify`,
-//! each a few lines for the command line to call.
+//! Whole-file operations: every tensor of a params file exported as
+//! `.npy` files, `.npy` files packed into a params file, and a file checked
+//! against a runtime's profile. (`fastio params export | pack | verify`
+//! call these; presentation and argument parsing live in `fastio-cli`.)
 //!
 //! ```no_run
-//! use params_io::{Profile, ReadOptions, WriteOptions, tools};
-//! // inspect FILE [--json]
-//! let index = tools::inspect("model.params", &ReadOptions::default())?;
-//! print!("{}", index.to_table());          // or: println!("{}", index.to_json());
-//! // export FILE DIR (with a progress bar fed by the hook)
-//! let files = tools::export_npy("model.params", "out", &ReadOptions::default(), &mut |done| {
-//!     let _ = done; // bar.set_position(done) of index.data_bytes()
-//! })?;
-//! // pack OUT NAME=FILE.npy ...
-//! let inputs = ["w=out/w.npy"]
-//!     .iter()
-//!     .map(|a| tools::parse_pack_arg(a))
-//!     .collect::<Result<Vec<_>, String>>()?;
-//! tools::pack_npy("new.params", &inputs, &WriteOptions::default(), &mut |_| {})?;
-//! // verify FILE [--profile cvm]: exit 0, or print the one-line error and exit 2
-//! tools::verify("model.params", Profile::Cvm)?;
-//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! use std::path::PathBuf;
+//! use params_io::{Profile, ReadOptions, WriteOptions, files};
+//! // Every tensor to out/NAME.npy, with a progress hook (bytes written).
+//! let exported = files::export_npy("model.params", "out", &ReadOptions::new(), &mut |_done| {})?;
+//! // And back.
+//! let inputs = vec![("w".to_owned(), PathBuf::from("out/w.npy"))];
+//! files::pack_npy("new.params", &inputs, &WriteOptions::default(), &mut |_| {})?;
+//! files::verify("new.params", Profile::Cvm)?;
+//! # let _ = exported;
+//! # Ok::<(), params_io::Error>(())
 //! ```
 
 use std::collections::HashSet;
@@ -30,23 +25,16 @@ use dtype::Primitive;
 use serde_json::{Value, json};
 
 use crate::error::{Error, Field, FormatError, FormatErrorKind};
-use crate::index::ParamIndex;
 use crate::names::file_stem;
 use crate::npy::{NpyFile, write_npy};
 use crate::profile::Profile;
 use crate::read::ReadOptions;
-use crate::tensor::ParamDict;
 use crate::write::{
     Entry, TensorSource, WriteOptions, atomic_write, encoded_len, write_params_to_path,
 };
 
 /// Longest file-name stem before export falls back to a numbered name.
 pub const MAX_STEM_LEN: usize = 200;
-
-/// The index of a file (headers only, O(number of tensors)).
-pub fn inspect(path: impl AsRef<Path>, opts: &ReadOptions) -> Result<ParamIndex, Error> {
-    ParamIndex::from_path_with(path, opts)
-}
 
 /// The file name (with `.npy`) export gives tensor number `index` named
 /// `name`: [`file_stem`] of the name, or, when that is longer than
@@ -85,7 +73,7 @@ pub fn export_npy(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Vec<Exported>, Error> {
     let dir = dir.as_ref();
-    let dict = ParamDict::open_mmap_with(params, opts)?;
+    let dict = opts.map_path(params)?;
     fs::create_dir_all(dir).map_err(|e| Error::os("create directory", e).at_path(dir))?;
     let mut done = 0u64;
     let mut out = Vec::with_capacity(dict.len());
@@ -117,14 +105,6 @@ pub fn export_npy(
     })
     .map_err(|e| e.at_path(&index_path))?;
     Ok(out)
-}
-
-/// Splits a `NAME=FILE.npy` argument at its last `=`.
-pub fn parse_pack_arg(arg: &str) -> Result<(String, PathBuf), String> {
-    match arg.rsplit_once('=') {
-        Some((name, file)) if !file.is_empty() => Ok((name.to_owned(), PathBuf::from(file))),
-        _ => Err(format!("expected NAME=FILE.npy, got {arg:?}")),
-    }
 }
 
 /// Opens the headers of `pack` inputs; a name given twice is an error.
@@ -188,14 +168,11 @@ pub struct VerifyReport {
 pub fn verify(path: impl AsRef<Path>, profile: Profile) -> Result<VerifyReport, Error> {
     let path = path.as_ref();
     let opts = ReadOptions::default().profile(profile);
-    let dict = ParamDict::open_mmap_with(path, &opts)?;
+    let dict = opts.map_path(path)?;
     let mut file_len = 32;
     for (i, p) in dict.iter().enumerate() {
-        let (owner, start) = p
-            .tensor()
-            .shared_owner()
-            .unwrap_or_else(|| unreachable!("mapped tensors are views"));
-        file_len = (**owner).as_ref().len() as u64;
+        let (block, start) = p.tensor().block();
+        file_len = block.len() as u64;
         if p.tensor().primitive() == Primitive::Bool
             && let Some(pos) = p.tensor().data().iter().position(|&b| b > 1)
         {
