@@ -7,7 +7,7 @@
 use std::io::Write;
 
 use libfuzzer_sys::fuzz_target;
-use params_io::{ParamDict, ParamIndex, ReadOptions};
+use params_io::ReadOptions;
 
 fuzz_target!(|data: &[u8]| {
     let path = std::env::temp_dir().join(format!("params_mmap_fuzz_{}.params", std::process::id()));

@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use params_io::{ParamDict, ParamIndex, ReadOptions};
+use params_io::ReadOptions;
 
 fuzz_target!(|data: &[u8]| {
     for opts in [ReadOptions::default(), ReadOptions::tvm_compatible()] {

@@ -380,11 +380,6 @@ mod tests {
         let tie = 3.120_117_187_5f64; // halfway between two float16 values
         let below = f64::from_bits(tie.to_bits() - 1);
         let above = f64::from_bits(tie.to_bits() + 1);
-        assert_eq!(
-            f16::from_f64(below).to_f64(),
-            3.121_093_75,
-            "half rounds twice"
-        );
         assert_eq!(below.cast::<f16>().to_f64(), 3.119_140_625);
         assert_eq!(above.cast::<f16>().to_f64(), 3.121_093_75);
         assert_eq!(tie.cast::<f16>().to_f64(), 3.121_093_75, "ties to even");
