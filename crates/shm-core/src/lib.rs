@@ -67,6 +67,7 @@ mod offset;
 mod participant;
 mod reap;
 mod segment;
+mod shared;
 mod sync;
 mod sys;
 
@@ -83,5 +84,6 @@ pub use mutex::{MutexGuard, ShmMutex};
 pub use offset::Offset;
 pub use participant::{Participant, ParticipantInfo};
 pub use reap::{SegmentInfo, gc, list_segments};
-pub use segment::{Access, DEFAULT_PREFIX, Segment, SegmentOptions, validate_prefix};
+pub use segment::{DEFAULT_PREFIX, Segment, SegmentOptions, validate_prefix};
+pub use shared::Access;
 pub use sync::LIVENESS_TICK;

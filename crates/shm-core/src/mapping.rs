@@ -11,7 +11,7 @@ use memmap2::{MmapOptions, MmapRaw};
 
 use crate::error::{Error, Result};
 use crate::offset::{Offset, check_range};
-use crate::segment::{Access, Shared};
+use crate::shared::{Access, Shared};
 
 /// Maps `len` bytes of `fd` shared, read-write or read-only.
 pub(crate) fn map(fd: &OwnedFd, len: u64, access: Access) -> Result<MmapRaw> {

@@ -39,7 +39,8 @@ use std::sync::atomic::{AtomicU32 as StdU32, AtomicU64 as StdU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, LockError, Result};
-use crate::segment::{Access, Segment, Shared};
+use crate::segment::Segment;
+use crate::shared::{Access, Shared};
 use crate::sync::{AtomicU32, Env, TOKEN_GEN_MASK, make_token, split_token};
 use crate::sys;
 
@@ -137,7 +138,7 @@ impl Participant {
             let generation = s.generation.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
             s.uid.store(sys::euid(), Ordering::Relaxed);
             s.joined_unix_ns
-                .store(crate::segment::unix_ns(), Ordering::Relaxed);
+                .store(crate::shared::unix_ns(), Ordering::Relaxed);
             s.state.store(SLOT_ACTIVE, Ordering::Release);
             return Ok(Participant {
                 shared,
