@@ -55,6 +55,12 @@ fn steady_state(c: &mut Criterion) {
             black_box(m[0]);
         })
     });
+    g.bench_function("fastio_map_by_name", |b| {
+        b.iter(|| {
+            let m = ctx.map(black_box("tensor")).unwrap();
+            black_box(m[0]);
+        })
+    });
     let mut map: HashMap<String, Arc<Vec<u8>>> = HashMap::new();
     map.insert("tensor".into(), Arc::new(vec![0u8; PAGE]));
     g.bench_function("baseline_hashmap_arc", |b| {

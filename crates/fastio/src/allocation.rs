@@ -81,25 +81,41 @@ impl Allocation {
         }
     }
 
-    /// The reference `get` returned, with the published metadata checked.
-    /// The type text is parsed once per process (`types`, a cache).
+    /// The reference `get` returned (its hold is taken, and with `mapped`
+    /// a read mapping too), with the published metadata checked against
+    /// the size; on error both are given back.
     pub(crate) fn from_published(
         shared: Arc<Shared>,
         id: AllocId,
         size: u64,
-        meta: Meta,
+        element: Type,
+        dims: Vec<usize>,
+        mapped: bool,
     ) -> Result<Allocation> {
-        // Own the hold first, so that a bad record is released on error.
-        let mut a = Allocation::new(shared, id, size);
-        let element = a.shared.parse_type(&meta.type_text)?;
-        let dims = meta
-            .dims
-            .iter()
-            .map(|&d| usize::try_from(d))
-            .collect::<std::result::Result<Vec<usize>, _>>()
-            .map_err(|_| Error::corrupt("published dimension exceeds usize"))?;
-        a.set_checked(element, dims)
-            .map_err(|e| Error::corrupt(format!("published metadata: {e}")))?;
+        let mut a = Allocation {
+            shared,
+            id,
+            size,
+            element,
+            dims,
+            held: true,
+        };
+        let check = required_size(&a.element, &a.dims).and_then(|(elem, numel, required)| {
+            if required != size || (numel != 0 && required / numel != elem) {
+                Err(Error::corrupt(format!(
+                    "published metadata needs {required} bytes, the allocation has {size}"
+                )))
+            } else {
+                Ok(())
+            }
+        });
+        if let Err(e) = check {
+            if mapped {
+                a.unmap_and_release();
+            }
+            // Otherwise dropping `a` releases the hold.
+            return Err(e);
+        }
         Ok(a)
     }
 
@@ -177,6 +193,21 @@ impl Allocation {
     /// the last of them goes.
     pub fn free(mut self) -> Result<()> {
         self.drop_hold(true)
+    }
+
+    /// Drops a read mapping and this reference in one round trip of the
+    /// context lock (for `MappedPublished`).
+    pub(crate) fn unmap_and_release(&mut self) {
+        if !self.held {
+            return;
+        }
+        self.held = false;
+        let _ = self.shared.with_table(|l| {
+            l.t.unmap_read(self.id, l.me)?;
+            let d = l.t.release(self.id, l.me)?;
+            l.discards.extend(d);
+            Ok(())
+        });
     }
 
     fn drop_hold(&mut self, free: bool) -> Result<()> {

@@ -2,7 +2,6 @@
 //! the heap of a pipeline job, created by the job's owner and attached to
 //! by its operators.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use dtype::{Type, TypeKind};
@@ -14,15 +13,13 @@ use shm_core::{Offset, Participant, ReadOnlyView, Segment, SegmentOptions, ShmMu
 use crate::allocation::Allocation;
 use crate::error::{Error, Result};
 use crate::layout::{HEADER_WORDS, Layout, hdr};
+use crate::mapping::MappedPublished;
 use crate::ops::{Begun, Discard};
 use crate::recover::Recovery;
 use crate::table::{ACTIVE, CREATING, DOOMED, FREE, Me, Table};
 
 /// Environment variable that carries a context's handle to operators.
 pub const CONTEXT_ENV: &str = "FASTIO_CONTEXT";
-
-/// Most parsed type texts a process keeps per context.
-const TYPE_CACHE_LIMIT: usize = 256;
 
 /// Name prefix of context segments under `/dev/shm`.
 pub const DEFAULT_PREFIX: &str = "fastio";
@@ -142,11 +139,52 @@ pub(crate) struct Shared {
     /// into it.
     read_view: ReadOnlyView,
     /// Published type texts already parsed by this process.
-    types: Mutex<HashMap<String, Type>>,
-    participant: Mutex<Participant>,
+    /// This process's participant and its cache of parsed types, behind
+    /// one lock (every table operation of the process takes it).
+    local: Mutex<Local>,
     pub(crate) layout: Layout,
     mutex_offset: Offset,
     owner: bool,
+}
+
+/// What one process keeps per context.
+struct Local {
+    p: Participant,
+    types: TypeCache,
+}
+
+/// Published types this process already parsed, by name slot: `get` on a
+/// name seen before costs a comparison of the type text, not a parse. An
+/// entry is used only when both the publication (name slot and target
+/// record with its generation) and the text read under the lock match.
+#[derive(Default)]
+pub(crate) struct TypeCache(Vec<Option<CachedType>>);
+
+/// One entry of a [`TypeCache`]: name slot, target record, text, type.
+type CachedType = (u32, u64, Box<str>, Type);
+
+impl TypeCache {
+    /// The type published in name slot `slot` for record `target` as
+    /// `text`, parsed once.
+    pub(crate) fn parse(&mut self, slot: u32, target: u64, text: &str) -> Result<Type> {
+        let i = slot as usize;
+        if let Some(Some((s, t, cached, ty))) = self.0.get(i)
+            && *s == slot
+            && *t == target
+            && **cached == *text
+        {
+            return Ok(ty.clone());
+        }
+        let ty = dtype::parse(text)
+            .map_err(|e| Error::corrupt(format!("published type {text:?}: {e}")))?;
+        // `slot` is a validated name slot index, so the cache has at most
+        // one entry per slot of the table.
+        if self.0.len() <= i {
+            self.0.resize(i + 1, None);
+        }
+        self.0[i] = Some((slot, target, text.into(), ty.clone()));
+        Ok(ty)
+    }
 }
 
 /// The tables while the context mutex is held, with the caller's identity
@@ -155,6 +193,7 @@ pub(crate) struct Locked<'a> {
     pub(crate) t: Table<'a>,
     pub(crate) me: Me,
     pub(crate) discards: Vec<Discard>,
+    pub(crate) types: &'a mut TypeCache,
     p: &'a Participant,
 }
 
@@ -174,12 +213,11 @@ impl Shared {
     /// the system before the mutex is released (so none can be reused
     /// before it is emptied).
     pub(crate) fn with_table<R>(&self, f: impl FnOnce(&mut Locked<'_>) -> Result<R>) -> Result<R> {
-        let p = self
-            .participant
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
+        let Local { p, types } = &mut *local;
+        let p = &*p;
         let mutex: &ShmMutex = self.segment.at(self.mutex_offset)?;
-        let mut guard = mutex.lock(&p)?;
+        let mut guard = mutex.lock(p)?;
         let words = self
             .segment
             .words(Offset(self.layout.control_offset), self.layout.words)?;
@@ -190,7 +228,8 @@ impl Shared {
                 slot: p.slot(),
             },
             discards: Vec::new(),
-            p: &p,
+            types,
+            p,
         };
         let result = if guard.owner_died() {
             locked.recover().map(|_| guard.mark_consistent())
@@ -232,23 +271,6 @@ impl Shared {
             }
             other => other,
         }
-    }
-
-    /// The type a published type text describes, parsed once per process:
-    /// `get` then costs a table look-up, not a parse. At most
-    /// [`TYPE_CACHE_LIMIT`] texts are kept (the cache starts over beyond).
-    pub(crate) fn parse_type(&self, text: &str) -> Result<Type> {
-        let mut types = self.types.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(t) = types.get(text) {
-            return Ok(t.clone());
-        }
-        let t = dtype::parse(text)
-            .map_err(|e| Error::corrupt(format!("published type {text:?}: {e}")))?;
-        if types.len() >= TYPE_CACHE_LIMIT {
-            types.clear();
-        }
-        types.insert(text.to_owned(), t.clone());
-        Ok(t)
     }
 
     /// A bounds-checked pointer to `len` heap bytes at `off`, in the
@@ -353,8 +375,10 @@ impl Context {
             shared: Arc::new(Shared {
                 segment,
                 read_view,
-                types: Mutex::new(HashMap::new()),
-                participant: Mutex::new(participant),
+                local: Mutex::new(Local {
+                    p: participant,
+                    types: TypeCache::default(),
+                }),
                 layout,
                 mutex_offset: Offset(data_offset),
                 owner: true,
@@ -395,8 +419,10 @@ impl Context {
             shared: Arc::new(Shared {
                 segment,
                 read_view,
-                types: Mutex::new(HashMap::new()),
-                participant: Mutex::new(participant),
+                local: Mutex::new(Local {
+                    p: participant,
+                    types: TypeCache::default(),
+                }),
                 layout,
                 mutex_offset: Offset(data_offset),
                 owner: false,
@@ -507,8 +533,40 @@ impl Context {
     /// A new local reference to the allocation published as `name`, with
     /// a copy of the published type and dimensions.
     pub fn get(&self, name: &str) -> Result<Allocation> {
-        let (id, size, meta) = self.shared.with_table(|l| l.t.get_named(name, l.me))?;
-        Allocation::from_published(self.shared.clone(), id, size, meta)
+        let (id, size, (element, dims)) = self.shared.with_table(|l| {
+            let types = &mut *l.types;
+            l.t.get_named(name, l.me, |slot, target, text, dims| {
+                Ok((types.parse(slot, target, text)?, dims))
+            })
+        })?;
+        Allocation::from_published(self.shared.clone(), id, size, element, dims, false)
+    }
+
+    /// `get(name)` and `map()` in one: a read mapping of the allocation
+    /// published as `name` that owns its reference, taken in one round trip
+    /// of the context lock and given back in one when dropped (the
+    /// steady-state path of an operator reading an input).
+    pub fn map(&self, name: &str) -> Result<MappedPublished> {
+        let (id, size, (element, dims), off) = self.shared.with_table_retry(|l| {
+            let types = &mut *l.types;
+            let (id, size, meta) = l.t.get_named(name, l.me, |slot, target, text, dims| {
+                Ok((types.parse(slot, target, text)?, dims))
+            })?;
+            match l.t.extent(id).and_then(|(_, off, _)| {
+                l.t.map_read(id, l.me)?;
+                Ok(off)
+            }) {
+                Ok(off) => Ok((id, size, meta, off)),
+                Err(e) => {
+                    // Give the hold back (the record stays published).
+                    let d = l.t.release(id, l.me)?;
+                    l.discards.extend(d);
+                    Err(e)
+                }
+            }
+        })?;
+        let alloc = Allocation::from_published(self.shared.clone(), id, size, element, dims, true)?;
+        MappedPublished::new(alloc, off, size)
     }
 
     /// The names currently published.

@@ -86,5 +86,5 @@ pub use allocation::Allocation;
 pub use context::{CONTEXT_ENV, Context, ContextOptions, DEFAULT_PREFIX, Stats};
 pub use error::{Error, Result};
 pub use layout::{MAX_DIMS, MAX_NAME_LEN, MAX_TYPE_LEN};
-pub use mapping::{Mapped, MappedMut};
+pub use mapping::{Mapped, MappedMut, MappedPublished};
 pub use recover::Recovery;

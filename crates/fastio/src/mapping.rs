@@ -93,6 +93,67 @@ pub struct MappedMut<'a> {
     len: usize,
 }
 
+/// A read mapping of a published allocation that owns its reference:
+/// [`Context::map`](crate::Context::map) takes both in one round trip of the
+/// context lock, and dropping it gives both back in one. The bytes are in
+/// the `PROT_READ` view, as for [`Mapped`].
+pub struct MappedPublished {
+    alloc: Allocation,
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+impl MappedPublished {
+    pub(crate) fn new(alloc: Allocation, off: u64, size: u64) -> Result<MappedPublished> {
+        let unmap = |alloc: Allocation, e: Error| {
+            unregister(&alloc, Kind::Read);
+            e
+        };
+        let len = match usize::try_from(size) {
+            Ok(len) => len,
+            Err(_) => return Err(unmap(alloc, Error::corrupt("size exceeds memory"))),
+        };
+        let ptr = match alloc.shared.heap_ptr(off, size, false) {
+            Ok(ptr) => ptr,
+            Err(e) => return Err(unmap(alloc, e)),
+        };
+        Ok(MappedPublished { alloc, ptr, len })
+    }
+
+    /// The allocation's bytes.
+    pub fn bytes(&self) -> &[u8] {
+        // SAFETY: as for `Mapped::bytes`: the range is inside the live
+        // mapping while `self.alloc` (and so the segment) lives, and the
+        // read registration excludes writers in every process.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+
+    /// The reference this mapping holds (its element type, dimensions,
+    /// size; its `map_as_ndobject` for an array view).
+    pub fn allocation(&self) -> &Allocation {
+        &self.alloc
+    }
+}
+
+impl Deref for MappedPublished {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.bytes()
+    }
+}
+
+impl Drop for MappedPublished {
+    fn drop(&mut self) {
+        self.alloc.unmap_and_release();
+    }
+}
+
+// SAFETY: as for `Mapped`: only `&[u8]` is handed out, over memory owned
+// by the (Send + Sync) context.
+unsafe impl Send for MappedPublished {}
+// SAFETY: as above.
+unsafe impl Sync for MappedPublished {}
+
 impl Allocation {
     /// Maps the memory for reading, from this process's `PROT_READ` view of
     /// the context (writing through the address faults). Fails with

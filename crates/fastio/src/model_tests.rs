@@ -34,6 +34,16 @@ struct World {
     alive: HashSet<u32>,
 }
 
+/// `get_named`, giving back the metadata as published.
+fn get_meta(t: &Table<'_>, name: &str, me: Me) -> crate::Result<(AllocId, u64, Meta)> {
+    t.get_named(name, me, |_, _, text, dims| {
+        Ok(Meta {
+            type_text: text.to_owned(),
+            dims: dims.into_iter().map(|d| d as u64).collect(),
+        })
+    })
+}
+
 fn meta() -> Meta {
     Meta {
         type_text: "uint8".into(),
@@ -167,7 +177,7 @@ fn apply(w: &World, m: &mut Model, op: Op, last: &mut Option<usize>) -> Result<(
             m.names.insert(name.into(), id);
         }
         Op::Get(p, name) => {
-            let (id, _, got) = t.get_named(name, w.me[p])?;
+            let (id, _, got) = get_meta(&t, name, w.me[p])?;
             assert_eq!(got, meta());
             assert_eq!(m.names.get(name), Some(&id));
             m.handles.push(Some((p, id)));
@@ -310,12 +320,12 @@ fn semantic_errors() {
         Err(Error::NameExists(_))
     ));
     assert!(matches!(
-        t.get_named("m", w.me[1]),
+        get_meta(&t, "m", w.me[1]),
         Err(Error::UnknownName(_))
     ));
     t.map_write(a, w.me[0]).unwrap();
     assert!(matches!(t.map_read(a, w.me[0]), Err(Error::MapConflict(_))));
-    let (b, _, _) = t.get_named("n", w.me[1]).unwrap();
+    let (b, _, _) = get_meta(&t, "n", w.me[1]).unwrap();
     assert!(matches!(
         t.map_write(b, w.me[1]),
         Err(Error::MapConflict(_))
@@ -329,7 +339,7 @@ fn semantic_errors() {
     t.free(a, w.me[0]).unwrap();
     // Freed: no new gets, maps or publishes; the existing mapping stays.
     assert!(matches!(
-        t.get_named("n", w.me[2]),
+        get_meta(&t, "n", w.me[2]),
         Err(Error::UnknownName(_))
     ));
     assert!(matches!(t.map_read(b, w.me[1]), Err(Error::Freed)));
@@ -490,7 +500,7 @@ proptest! {
                 },
                 RandomOp::Get(p, n) => {
                     let name = names[n as usize];
-                    match (t.get_named(name, w.me[p]), m.names.get(name)) {
+                    match (get_meta(&t, name, w.me[p]), m.names.get(name)) {
                         (Ok((id, _, _)), Some(&want)) => { prop_assert_eq!(id, want); m.handles.push(Some((p, id))); }
                         (Err(Error::UnknownName(_)), None) => {}
                         (r, want) => prop_assert!(false, "get {name}: {r:?} vs {want:?}"),

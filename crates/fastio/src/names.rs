@@ -80,6 +80,26 @@ fn pack(t: &Table<'_>, first: usize, bytes: &[u8]) {
     }
 }
 
+/// Whether the words from `first` hold `bytes` as [`pack`] writes them
+/// (zero-padded), compared a word at a time without copying. Garbage in
+/// the padding of a corrupted table makes the answer "no", never a wrong
+/// "yes".
+fn packed_eq(t: &Table<'_>, first: usize, bytes: &[u8]) -> bool {
+    bytes.chunks(8).enumerate().all(|(k, chunk)| {
+        let mut w = [0u8; 8];
+        w[..chunk.len()].copy_from_slice(chunk);
+        t.get(first + k) == u64::from_le_bytes(w)
+    })
+}
+
+/// Copies `len <= out.len()` bytes packed from word `first` into `out`.
+fn unpack_into<'b>(t: &Table<'_>, first: usize, len: usize, out: &'b mut [u8]) -> &'b [u8] {
+    for (k, chunk) in out[..len].chunks_mut(8).enumerate() {
+        chunk.copy_from_slice(&t.get(first + k).to_le_bytes()[..chunk.len()]);
+    }
+    &out[..len]
+}
+
 fn unpack(t: &Table<'_>, first: usize, len: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(len);
     for k in 0..len.div_ceil(8) {
@@ -167,7 +187,7 @@ impl Table<'_> {
                 _ => {
                     if len == name.len()
                         && self.get(self.nword(j, nw::HASH)) == h
-                        && unpack(self, self.nword(j, nw::NAME), len) == name.as_bytes()
+                        && packed_eq(self, self.nword(j, nw::NAME), name.as_bytes())
                     {
                         return Ok((Some(j), reusable));
                     }
@@ -281,17 +301,52 @@ impl Table<'_> {
     }
 
     /// Looks `name` up and checks that it names a live allocation.
-    pub(crate) fn resolve(&self, name: &str) -> Result<(AllocId, Meta)> {
+    pub(crate) fn resolve(&self, name: &str) -> Result<(AllocId, u32)> {
         let j = self
             .find_name(name)?
             .ok_or_else(|| Error::UnknownName(name.to_owned()))?;
-        let p = self.published(j)?;
-        let (st, gen_) = self.state(p.target.idx)?;
-        if st != ACTIVE || gen_ != p.target.gen_ {
+        let target = self.get(self.nword(j, nw::TARGET));
+        let target = AllocId {
+            idx: target as u32,
+            gen_: (target >> 32) as u32,
+        };
+        if target.idx >= self.l.max_allocs {
+            return Err(Error::corrupt(format!(
+                "name {name:?} targets a bad record"
+            )));
+        }
+        let (st, gen_) = self.state(target.idx)?;
+        if st != ACTIVE || gen_ != target.gen_ {
             return Err(Error::corrupt(format!(
                 "name {name:?} refers to a record that is not live"
             )));
         }
-        Ok((p.target, self.meta(j)?))
+        Ok((target, j))
+    }
+
+    /// The metadata published in slot `j`, without allocating: the type
+    /// text (in `buf`) and the dimensions (appended to `dims`).
+    pub(crate) fn meta_into<'b>(
+        &self,
+        j: u32,
+        buf: &'b mut [u8; MAX_TYPE_LEN],
+        dims: &mut Vec<usize>,
+    ) -> Result<&'b str> {
+        let lens = self.get(self.nword(j, nw::LENS));
+        let (tlen, ndim) = (lens as u32 as usize, (lens >> 32) as usize);
+        if tlen > MAX_TYPE_LEN || ndim > MAX_DIMS {
+            return Err(Error::corrupt(format!(
+                "name slot {j} has lengths {lens:#x}"
+            )));
+        }
+        for k in 0..ndim {
+            let d = self.get(self.nword(j, nw::DIMS + k));
+            dims.push(
+                usize::try_from(d)
+                    .map_err(|_| Error::corrupt("published dimension exceeds usize"))?,
+            );
+        }
+        std::str::from_utf8(unpack_into(self, self.nword(j, nw::TYPE), tlen, buf))
+            .map_err(|_| Error::corrupt(format!("name slot {j}: type text is not UTF-8")))
     }
 }

@@ -12,7 +12,7 @@
 
 use crate::error::{Error, Result};
 use crate::heap::{class_of, class_of_block as heap_class, first_fit};
-use crate::layout::hdr;
+use crate::layout::{MAX_TYPE_LEN, hdr};
 use crate::names::{Meta, validate_name};
 use crate::table::{ACTIVE, AllocId, CREATING, DOOMED, Entry, FREE, Me, Table, rec};
 
@@ -186,9 +186,20 @@ impl Table<'_> {
     }
 
     /// `get(name)`: a new hold for `me` on the named allocation.
-    pub(crate) fn get_named(&self, name: &str, me: Me) -> Result<(AllocId, u64, Meta)> {
+    pub(crate) fn get_named<T>(
+        &self,
+        name: &str,
+        me: Me,
+        read_meta: impl FnOnce(u32, u64, &str, Vec<usize>) -> Result<T>,
+    ) -> Result<(AllocId, u64, T)> {
         self.check_open()?;
-        let (id, meta) = self.resolve(name)?;
+        let (id, slot) = self.resolve(name)?;
+        // The metadata first: a bad record fails before any hold is taken.
+        let mut text = [0u8; MAX_TYPE_LEN];
+        let mut dims = Vec::new();
+        let type_text = self.meta_into(slot, &mut text, &mut dims)?;
+        let target = u64::from(id.idx) | u64::from(id.gen_) << 32;
+        let meta = read_meta(slot, target, type_text, dims)?;
         self.add_to_entry(id.idx, me, 1, 0)?;
         Ok((id, self.rget(id.idx, rec::SIZE), meta))
     }

@@ -168,3 +168,40 @@ fn publish_array_copies_any_layout_once_into_native_order() {
         Err(Error::NameExists(_))
     ));
 }
+
+#[test]
+fn map_by_name_holds_a_reference_and_a_read_mapping_until_dropped() {
+    let ctx = context(1 << 20);
+    let mut a = ctx
+        .create_array(Type::primitive(Primitive::UInt16), &[4])
+        .unwrap();
+    a.map_mut()
+        .unwrap()
+        .copy_from_slice(&[1, 0, 2, 0, 3, 0, 4, 0]);
+    a.publish("x").unwrap();
+    {
+        let m = ctx.map("x").unwrap();
+        assert_eq!(&m[..], &[1, 0, 2, 0, 3, 0, 4, 0]);
+        assert_eq!(m.allocation().dimensions(), &[4]);
+        assert_eq!(m.allocation().element_type().to_string(), "uint16");
+        // A read mapping is registered: no writer now.
+        assert!(matches!(a.map_mut(), Err(Error::MapConflict(_))));
+        let again = ctx.map("x").unwrap();
+        assert_eq!(again.len(), 8);
+    }
+    // Both gave back their mapping and their reference.
+    assert!(a.map_mut().is_ok());
+    a.free().unwrap();
+    assert_eq!(ctx.stats().unwrap().live_allocations, 0);
+    assert!(matches!(ctx.map("x"), Err(Error::UnknownName(_))));
+    // A writer present: the mapping fails and no reference is left behind.
+    let mut w = ctx.create(16).unwrap();
+    w.publish("w").unwrap();
+    let guard = w.map_mut().unwrap();
+    assert!(matches!(ctx.map("w"), Err(Error::MapConflict(_))));
+    drop(guard);
+    w.free().unwrap();
+    let s = ctx.stats().unwrap();
+    assert_eq!((s.live_allocations, s.published_names), (0, 0));
+    ctx.check().unwrap();
+}
