@@ -86,6 +86,7 @@ fn ci() -> Result<(), String> {
     )
     .env("RUSTDOCFLAGS", "-D warnings")
     .run()?;
+    forget_packaged_sources()?;
     Step::new(
         "package",
         cargo([
@@ -121,6 +122,51 @@ fn ci() -> Result<(), String> {
         "ci: all steps passed in {:.0?}\ntests: {passed} passed, {failed} failed",
         started.elapsed()
     );
+    Ok(())
+}
+
+/// `cargo package --workspace` verifies each crate against the tarballs of
+/// the crates it depends on, through a local registry in
+/// `target/package/tmp-registry`, which cargo unpacks into
+/// `$CARGO_HOME/registry/src/-<hash of that path>/<crate>-<version>`. A later
+/// run from a clone at the same path finds that directory and reuses it,
+/// stale (the version number did not change), so a crate is verified
+/// against an older copy of its dependency. Removing our crates' unpacked
+/// copies from such local registries first makes every run verify against
+/// the tarballs it just made.
+fn forget_packaged_sources() -> Result<(), String> {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));
+    let Some(src) = cargo_home.map(|h| h.join("registry").join("src")) else {
+        return Ok(());
+    };
+    let Ok(registries) = std::fs::read_dir(&src) else {
+        return Ok(());
+    };
+    let ours: Vec<String> = std::fs::read_dir(root().join("crates"))
+        .map_err(|e| format!("read crates/: {e}"))?
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    for registry in registries.flatten() {
+        // Local (path) registries are named `-<hash>`; crates.io's is not.
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        for unpacked in std::fs::read_dir(registry.path()).into_iter().flatten().flatten() {
+            let name = unpacked.file_name().to_string_lossy().into_owned();
+            let is_ours = ours.iter().any(|c| {
+                name.strip_prefix(c.as_str())
+                    .and_then(|rest| rest.strip_prefix('-'))
+                    .is_some_and(|v| v.starts_with(|ch: char| ch.is_ascii_digit()))
+            });
+            if is_ours {
+                std::fs::remove_dir_all(unpacked.path())
+                    .map_err(|e| format!("remove {}: {e}", unpacked.path().display()))?;
+            }
+        }
+    }
     Ok(())
 }
 
