@@ -154,7 +154,11 @@ fn forget_packaged_sources() -> Result<(), String> {
         if !registry.file_name().to_string_lossy().starts_with('-') {
             continue;
         }
-        for unpacked in std::fs::read_dir(registry.path()).into_iter().flatten().flatten() {
+        for unpacked in std::fs::read_dir(registry.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let name = unpacked.file_name().to_string_lossy().into_owned();
             let is_ours = ours.iter().any(|c| {
                 name.strip_prefix(c.as_str())
