@@ -2,13 +2,14 @@
 //!
 //! Each subcommand is a thin front on one library layer:
 //! `fastio dtype` on `dtype`, `fastio shm` on `shm-core`, `fastio params`
-//! on `params-io`.
+//! on `params-io`, `fastio pipeline` and `fastio run` on `fastio-pipeline`.
 
 #![forbid(unsafe_code)]
 
 mod dtype_cmd;
 mod params_cmd;
 mod params_output;
+mod pipeline_cmd;
 mod shm_cmd;
 
 use std::process::ExitCode;
@@ -34,6 +35,12 @@ enum Command {
     /// TVM/CVM parameter files: inspect, export to .npy, pack, verify.
     #[command(subcommand)]
     Params(params_cmd::ParamsCommand),
+    /// Clara pipeline definitions: check, plan.
+    #[command(subcommand)]
+    Pipeline(pipeline_cmd::PipelineCommand),
+    /// Run a pipeline: its operators as processes sharing one Fast I/O
+    /// context.
+    Run(pipeline_cmd::RunArgs),
 }
 
 /// A failure to report: the text goes to stderr as is, then the process
@@ -49,6 +56,8 @@ fn main() -> ExitCode {
         Command::Dtype(cmd) => dtype_cmd::run(cmd),
         Command::Shm(cmd) => shm_cmd::run(cmd),
         Command::Params(cmd) => params_cmd::run(cmd),
+        Command::Pipeline(cmd) => pipeline_cmd::run_pipeline_cmd(cmd),
+        Command::Run(args) => pipeline_cmd::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -390,7 +390,7 @@ impl Context {
     /// after validating its segment and tables; holds of processes that
     /// died are collected on the way.
     pub fn attach(handle: &str) -> Result<Context> {
-        Self::from_segment(Segment::open(handle)?)
+        Self::from_segment(Segment::open_handle(handle)?)
     }
 
     /// Attaches to the context named by the [`CONTEXT_ENV`] variable.
@@ -433,9 +433,18 @@ impl Context {
         Ok(ctx)
     }
 
-    /// The handle operators attach with (the segment's name).
+    /// The handle operators attach with (the segment's name; empty for an
+    /// anonymous context, see [`Context::handle_for_children`]).
     pub fn handle(&self) -> &str {
         self.shared.segment.name().unwrap_or("")
+    }
+
+    /// A handle for processes this one spawns from now on: the name of a
+    /// named context, or `fd:<n>` for an anonymous one (its `memfd` is made
+    /// inheritable). [`Context::attach`] and [`Context::from_env`] accept
+    /// both.
+    pub fn handle_for_children(&self) -> Result<String> {
+        Ok(self.shared.segment.handle_for_children()?)
     }
 
     /// The descriptor of the context's shared-memory object, e.g. to pass

@@ -74,6 +74,47 @@ pub enum Error {
     /// Building an `ndobject` array over the mapping failed.
     #[error("array view: {0}")]
     Array(#[from] ndobject::Error),
+    /// The pipeline plan in the context is missing or malformed.
+    #[error("pipeline plan: {0}")]
+    Plan(String),
+    /// The operator has no input or output of that name.
+    #[error("no entry named {0:?} for this operator")]
+    UnknownEntry(String),
+    /// An entry was used in a way its access or kind does not allow.
+    #[error("entry {entry}: {reason}")]
+    EntryAccess {
+        /// The entry (`<operator>/<output>`).
+        entry: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// An output's shape still has a dynamic dimension not set (0).
+    #[error(
+        "entry {entry}: shape {shape:?} is not well-defined; set its dynamic dimensions with update_shape first"
+    )]
+    ShapeNotDefined {
+        /// The entry.
+        entry: String,
+        /// Its current shape (0 where unset).
+        shape: Vec<usize>,
+    },
+    /// An input whose producer never allocated it.
+    #[error("input {entry} was never allocated by its producer {producer}")]
+    NotAllocated {
+        /// The entry.
+        entry: String,
+        /// The producing operator.
+        producer: String,
+    },
+    /// An input whose producer failed (died while writing it, or before it
+    /// finished): its data cannot be trusted.
+    #[error("input {entry} is poisoned: its producer {operator} failed before finishing it")]
+    Poisoned {
+        /// The entry.
+        entry: String,
+        /// The producing operator that failed.
+        operator: String,
+    },
 }
 
 impl From<shm_core::LockError> for Error {

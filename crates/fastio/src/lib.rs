@@ -68,12 +68,14 @@
 
 mod allocation;
 mod context;
+mod entry;
 mod error;
 mod heap;
 mod layout;
 mod mapping;
 mod names;
 mod ops;
+pub mod plan;
 mod recover;
 mod table;
 
@@ -84,6 +86,7 @@ mod model_tests;
 
 pub use allocation::Allocation;
 pub use context::{CONTEXT_ENV, Context, ContextOptions, DEFAULT_PREFIX, Stats};
+pub use entry::{Access, Entry, OPERATOR_ENV, Operator};
 pub use error::{Error, Result};
 pub use layout::{MAX_DIMS, MAX_NAME_LEN, MAX_TYPE_LEN};
 pub use mapping::{Mapped, MappedMut, MappedPublished};

@@ -9,7 +9,7 @@
 //! [`Segment::refresh`].
 
 use std::fmt;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64 as StdU64, Ordering};
@@ -228,6 +228,36 @@ impl Segment {
             shared: Arc::new(shared),
             unlink_on_drop: false,
         })
+    }
+
+    /// A handle another process can open with [`Segment::open_handle`]:
+    /// the name of a named segment, or `fd:<n>` for an anonymous one, whose
+    /// descriptor is made inheritable so that processes spawned from now on
+    /// receive it.
+    pub fn handle_for_children(&self) -> Result<String> {
+        match self.name() {
+            Some(n) => Ok(n.to_owned()),
+            None => {
+                sys::set_inheritable(self.shared.fd.as_fd()).map_err(Error::sys("F_SETFD"))?;
+                Ok(format!("fd:{}", self.shared.fd.as_raw_fd()))
+            }
+        }
+    }
+
+    /// Opens a segment from a handle: a name (as [`Segment::open`]) or
+    /// `fd:<n>`, a descriptor inherited from the parent process (as
+    /// [`Segment::from_fd`], on a close-on-exec duplicate of it).
+    pub fn open_handle(handle: &str) -> Result<Segment> {
+        match handle.strip_prefix("fd:") {
+            Some(n) => {
+                let raw: i32 = n
+                    .parse()
+                    .map_err(|_| Error::InvalidName(handle.to_owned()))?;
+                let fd = sys::adopt_inherited(raw).map_err(Error::sys("inherited descriptor"))?;
+                Segment::from_fd(fd, Access::ReadWrite)
+            }
+            None => Segment::open(handle),
+        }
     }
 
     /// Loads `image` (the bytes of a whole segment, e.g. a dump, or

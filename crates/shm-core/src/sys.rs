@@ -306,6 +306,29 @@ fn parse_stat_start_time(stat: &[u8]) -> Option<ProcessState> {
     Some(ProcessState::Running(fields.nth(18)?.parse().ok()?))
 }
 
+/// Lets processes spawned from now on inherit `fd` (clears `FD_CLOEXEC`).
+pub(crate) fn set_inheritable(fd: BorrowedFd<'_>) -> io::Result<()> {
+    rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty()).map_err(io_err)
+}
+
+/// A close-on-exec duplicate of descriptor number `raw`, inherited from
+/// the parent process, after checking that it is open.
+pub(crate) fn adopt_inherited(raw: i32) -> io::Result<OwnedFd> {
+    if raw < 0 {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    // SAFETY: F_GETFD only reads the descriptor table; on a number that is
+    // not open it fails with EBADF, which we report.
+    if unsafe { libc::fcntl(raw, libc::F_GETFD) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is open (checked just above) and stays open for the
+    // duration of the borrow, which ends with the duplicate made here; we
+    // never close or otherwise take ownership of `raw` itself.
+    let fd = unsafe { BorrowedFd::borrow_raw(raw) };
+    rustix::io::fcntl_dupfd_cloexec(fd, 0).map_err(io_err)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

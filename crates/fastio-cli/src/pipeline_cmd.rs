@@ -1,0 +1,356 @@
+//! `fastio pipeline check | plan` and `fastio run`: Clara pipeline
+//! definitions, through `fastio-pipeline`.
+//!
+//! Exit codes: `check` 0 (warnings printed) or 2 (every error printed);
+//! `run` 0 when every operator succeeded, 1 when one failed (the message
+//! names it and its last stderr lines), 2 for an invalid definition,
+//! 130 when interrupted.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+use fastio_pipeline::{
+    Definition, Diagnostic, LocalDriver, Outcome, Progress, RunOptions, RunReport,
+};
+use serde_json::json;
+
+use crate::Failure;
+
+#[derive(Subcommand)]
+pub(crate) enum PipelineCommand {
+    /// Check a definition: print warnings and exit 0, or print every error
+    /// (file:line:column: path: message) and exit 2.
+    Check(DefArgs),
+    /// Print the resolved entries (`<operator>/<output>`, type, shape,
+    /// static or dynamic, bytes, producer -> consumers) and the schedule.
+    Plan(DefArgs),
+}
+
+#[derive(Args)]
+pub(crate) struct DefArgs {
+    /// The pipeline definition (YAML).
+    file: PathBuf,
+    /// Set a declared parameter (repeatable).
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    params: Vec<String>,
+}
+
+#[derive(Args)]
+pub(crate) struct RunArgs {
+    #[command(flatten)]
+    def: DefArgs,
+    /// The pipeline payload directory (inputs without `from`).
+    #[arg(long)]
+    input: Option<PathBuf>,
+    /// Where stream outputs are written (a directory per output).
+    #[arg(long)]
+    output: Option<PathBuf>,
+    /// Most operators running at once (default: the number of cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Longest an operator may run, in seconds.
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<f64>,
+    /// A named context under /dev/shm instead of an anonymous one (for
+    /// operators started outside the driver).
+    #[arg(long)]
+    named_context: bool,
+    /// Print the summary as JSON (`--report json`).
+    #[arg(long, value_name = "json")]
+    report: Option<String>,
+}
+
+fn params(raw: &[String]) -> Result<Vec<(String, String)>, Failure> {
+    raw.iter()
+        .map(|p| {
+            p.split_once('=')
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .ok_or_else(|| Failure {
+                    message: format!("--param {p:?}: expected NAME=VALUE"),
+                    code: 2,
+                })
+        })
+        .collect()
+}
+
+fn definition(args: &DefArgs) -> Result<Definition, Failure> {
+    let params = params(&args.params)?;
+    Definition::read(&args.file, &params).map_err(|diags| {
+        let errors = diags
+            .iter()
+            .filter(|d| d.severity == fastio_pipeline::Severity::Error)
+            .count();
+        for d in &diags {
+            eprintln!("{d}");
+        }
+        Failure {
+            message: format!(
+                "{}: {errors} error{}",
+                args.file.display(),
+                if errors == 1 { "" } else { "s" }
+            ),
+            code: 2,
+        }
+    })
+}
+
+fn print_warnings(w: &[Diagnostic]) {
+    for d in w {
+        eprintln!("{d}");
+    }
+}
+
+pub(crate) fn run_pipeline_cmd(cmd: PipelineCommand) -> Result<(), Failure> {
+    match cmd {
+        PipelineCommand::Check(args) => {
+            let def = definition(&args)?;
+            print_warnings(&def.warnings);
+            println!(
+                "{}: ok ({} operators, {} shared-memory entries)",
+                args.file.display(),
+                def.pipeline.operators.len(),
+                def.pipeline.plan.entries.len()
+            );
+            Ok(())
+        }
+        PipelineCommand::Plan(args) => {
+            let def = definition(&args)?;
+            print_warnings(&def.warnings);
+            print!("{}", plan_text(&def));
+            Ok(())
+        }
+    }
+}
+
+/// The `plan` output: one row per entry, then the schedule.
+pub(crate) fn plan_text(def: &Definition) -> String {
+    let p = &def.pipeline;
+    let mut rows = vec![[
+        "entry".to_owned(),
+        "type".to_owned(),
+        "allocation".to_owned(),
+        "bytes".to_owned(),
+        "producer -> consumers".to_owned(),
+    ]];
+    for e in &p.plan.entries {
+        let dims: Vec<String> = e
+            .shape
+            .iter()
+            .map(|d| d.map_or("-1".to_owned(), |n| n.to_string()))
+            .collect();
+        let ty = match e.kind {
+            fastio::plan::EntryKind::String => "string".to_owned(),
+            fastio::plan::EntryKind::Scalar => e.element.clone(),
+            fastio::plan::EntryKind::Array => format!("array<{}>[{}]", e.element, dims.join(", ")),
+        };
+        let bytes = if e.is_static() {
+            let elem = dtype::Primitive::from_name(&e.element).map_or(1, |p| p.size());
+            let n: usize = e.shape.iter().map(|d| d.unwrap_or(0)).product();
+            (n * elem).to_string()
+        } else {
+            "-".to_owned()
+        };
+        let consumers: Vec<&str> = e
+            .consumers
+            .iter()
+            .map(|&c| p.operators[c].name.as_str())
+            .collect();
+        rows.push([
+            e.name.clone(),
+            ty,
+            if e.is_static() { "static" } else { "dynamic" }.to_owned(),
+            bytes,
+            format!(
+                "{} -> {}",
+                p.operators[e.producer].name,
+                if consumers.is_empty() {
+                    "(none)".to_owned()
+                } else {
+                    consumers.join(", ")
+                }
+            ),
+        ]);
+    }
+    let mut widths = [0usize; 5];
+    for r in &rows {
+        for (w, c) in widths.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let mut out = format!("pipeline {} (api-version {})\n", p.name, p.api_version);
+    for r in &rows {
+        let mut line = String::new();
+        for (c, w) in r.iter().zip(widths) {
+            line.push_str(&format!("{c:<w$}  "));
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out.push_str("schedule:\n");
+    for (k, wave) in p.schedule.iter().enumerate() {
+        let names: Vec<&str> = wave.iter().map(|&i| p.operators[i].name.as_str()).collect();
+        out.push_str(&format!("  {}: {}\n", k + 1, names.join(", ")));
+    }
+    out
+}
+
+fn outcome_text(o: &Outcome) -> String {
+    match o {
+        Outcome::Succeeded => "ok".into(),
+        Outcome::Failed(c) => format!("exit {c}"),
+        Outcome::Signaled(s) => format!("signal {s}"),
+        Outcome::TimedOut => "timed out".into(),
+        Outcome::Stopped => "stopped".into(),
+        Outcome::NotRun => "not run".into(),
+        Outcome::SpawnFailed(e) => format!("not started: {e}"),
+    }
+}
+
+fn summary(report: &RunReport) -> String {
+    let mut out =
+        String::from("operator             status        wall       cpu   peak RSS      shared\n");
+    for r in &report.operators {
+        out.push_str(&format!(
+            "{:<20} {:<10} {:>8.3}s {:>8.3}s {:>7} MiB {:>7} MiB\n",
+            r.name,
+            outcome_text(&r.outcome),
+            r.wall.as_secs_f64(),
+            r.cpu.as_secs_f64(),
+            r.peak_rss_kib / 1024,
+            r.bytes_shared >> 20
+        ));
+    }
+    out.push_str(&format!("total wall {:.3}s\n", report.wall.as_secs_f64()));
+    out
+}
+
+fn report_json(report: &RunReport) -> String {
+    json!({
+        "succeeded": report.succeeded(),
+        "wall_seconds": report.wall.as_secs_f64(),
+        "failure": report.failure.as_ref().map(|(op, what)| json!({"operator": op, "what": what})),
+        "output_dir": report.output_dir,
+        "results": report.results.iter().map(|(k, v)| json!({"entry": k, "text": v})).collect::<Vec<_>>(),
+        "operators": report.operators.iter().map(|r| json!({
+            "name": r.name,
+            "outcome": outcome_text(&r.outcome),
+            "wall_seconds": r.wall.as_secs_f64(),
+            "cpu_seconds": r.cpu.as_secs_f64(),
+            "peak_rss_kib": r.peak_rss_kib,
+            "bytes_shared": r.bytes_shared,
+        })).collect::<Vec<_>>(),
+    })
+    .to_string()
+}
+
+pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
+    let json = match args.report.as_deref() {
+        None => false,
+        Some("json") => true,
+        Some(other) => {
+            return Err(Failure {
+                message: format!("--report {other:?}: only `json` is supported"),
+                code: 2,
+            });
+        }
+    };
+    let def = definition(&args.def)?;
+    print_warnings(&def.warnings);
+    let base_dir = args
+        .def
+        .file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let mut opts = RunOptions {
+        input: args.input,
+        output: args.output,
+        named_context: args.named_context,
+        base_dir,
+        ..RunOptions::default()
+    };
+    if let Some(j) = args.jobs {
+        opts.jobs = j.max(1);
+    }
+    if let Some(t) = args.timeout {
+        if !(t > 0.0 && t.is_finite()) {
+            return Err(Failure {
+                message: format!("--timeout {t}: expected a positive number of seconds"),
+                code: 2,
+            });
+        }
+        opts.timeout = Some(Duration::from_secs_f64(t));
+    }
+    let total = def.pipeline.operators.len() as u64;
+    let bar = (std::io::stderr().is_terminal() && !json).then(|| {
+        let b = indicatif::ProgressBar::new(total);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} operators {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
+    });
+    let driver = LocalDriver::new(def.pipeline, opts);
+    let report = driver
+        .run(|p| match p {
+            Progress::Started(op) => {
+                if let Some(b) = &bar {
+                    b.set_message(op);
+                }
+            }
+            Progress::Line {
+                operator,
+                stderr,
+                text,
+            } => {
+                let line = format!("[{operator}] {text}");
+                match &bar {
+                    Some(b) => b.println(line),
+                    None if stderr => eprintln!("{line}"),
+                    None => println!("{line}"),
+                }
+            }
+            Progress::Finished(_, _) => {
+                if let Some(b) = &bar {
+                    b.inc(1);
+                }
+            }
+        })
+        .map_err(|e| Failure {
+            message: format!("{}: {e}", args.def.file.display()),
+            code: 1,
+        })?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    if json {
+        println!("{}", report_json(&report));
+    } else {
+        print!("{}", summary(&report));
+        for (entry, text) in &report.results {
+            println!("{entry}: {text}");
+        }
+        println!("output: {}", report.output_dir.display());
+    }
+    match &report.failure {
+        None => Ok(()),
+        Some((op, what)) => {
+            let tail = report
+                .operators
+                .iter()
+                .find(|r| &r.name == op)
+                .map(|r| r.stderr_tail.join("\n  "))
+                .unwrap_or_default();
+            Err(Failure {
+                message: if tail.is_empty() {
+                    format!("operator {op} {what}")
+                } else {
+                    format!("operator {op} {what}; its last stderr lines:\n  {tail}")
+                },
+                code: if report.interrupted { 130 } else { 1 },
+            })
+        }
+    }
+}

@@ -1,0 +1,685 @@
+//! The local driver: Clara's "Pod Manager" on one machine. It creates the
+//! job's context, publishes the plan, pre-allocates and pre-faults the
+//! static outputs, then runs every operator as a child process as soon as
+//! the operators it reads from have succeeded (in parallel up to `jobs`),
+//! streams their output lines, and on any failure stops everything.
+//!
+//! One event loop (a `crossbeam-channel`) sees child exits (reaped with
+//! `wait4`, for CPU time and peak RSS), output lines, ticks (timeouts) and
+//! SIGINT/SIGTERM. On a failure — a non-zero exit, a signal, a timeout, or
+//! Ctrl-C — no dependent starts, every running operator's process group
+//! gets SIGTERM and, after a grace period, SIGKILL; the failed operator's
+//! outputs are marked poisoned in the context. The context is anonymous by
+//! default (a `memfd` the children inherit), so even a driver killed with
+//! SIGKILL leaves nothing in `/dev/shm`.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, unbounded};
+use fastio::plan::{EntryKind, POISON_PREFIX};
+use fastio::{CONTEXT_ENV, Context, ContextOptions, OPERATOR_ENV};
+
+use crate::validate::{IoType, Pipeline};
+
+/// Environment variable naming the pipeline payload directory (`--input`).
+pub const PAYLOAD_ENV: &str = "FASTIO_PAYLOAD";
+/// Environment variable naming the job's output directory (`--output`).
+pub const OUTPUT_ENV: &str = "FASTIO_OUTPUT";
+/// Prefix of the variables that name stream directories:
+/// `FASTIO_STREAM_<OPERATOR>_<OUTPUT>` (upper case, `-` as `_`).
+pub const STREAM_ENV_PREFIX: &str = "FASTIO_STREAM_";
+
+/// Lines of a failed operator's stderr kept for the error message.
+const STDERR_TAIL: usize = 10;
+
+/// Errors of the driver itself (operator failures are in the report).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DriverError {
+    /// The context could not be created or prepared.
+    #[error("context: {0}")]
+    Context(#[from] fastio::Error),
+    /// An operator has no command to run.
+    #[error("operator {0} has no container command")]
+    NoCommand(String),
+    /// A directory could not be created.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A signal handler could not be installed.
+    #[error("signal handler: {0}")]
+    Signal(std::io::Error),
+}
+
+/// How to run a pipeline.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// The payload directory (inputs without `from`).
+    pub input: Option<PathBuf>,
+    /// Where stream outputs go (a directory per output under it); a
+    /// temporary directory when absent.
+    pub output: Option<PathBuf>,
+    /// Most operators running at once.
+    pub jobs: usize,
+    /// Longest an operator may run.
+    pub timeout: Option<Duration>,
+    /// Between SIGTERM and SIGKILL.
+    pub grace: Duration,
+    /// Extra context bytes beyond the static entries (for dynamic ones).
+    pub headroom: u64,
+    /// A named context under `/dev/shm` (for operators started outside the
+    /// driver) instead of an anonymous one.
+    pub named_context: bool,
+    /// Where relative command paths are resolved (the definition's
+    /// directory).
+    pub base_dir: PathBuf,
+    /// Environment variables for every operator, beside the definition's.
+    pub env: Vec<(String, String)>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            input: None,
+            output: None,
+            jobs: std::thread::available_parallelism().map_or(2, |n| n.get()),
+            timeout: None,
+            grace: Duration::from_secs(3),
+            headroom: 256 << 20,
+            named_context: false,
+            base_dir: PathBuf::from("."),
+            env: Vec::new(),
+        }
+    }
+}
+
+/// How an operator ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Exit status 0.
+    Succeeded,
+    /// A non-zero exit status.
+    Failed(i32),
+    /// Killed by a signal it did not get from the driver.
+    Signaled(i32),
+    /// Killed by the driver after its timeout.
+    TimedOut,
+    /// Stopped by the driver because another operator failed (or Ctrl-C).
+    Stopped,
+    /// Never started: something it depends on failed.
+    NotRun,
+    /// Could not be started.
+    SpawnFailed(String),
+}
+
+/// One operator's part of a run.
+#[derive(Debug, Clone)]
+pub struct OperatorReport {
+    /// Its name.
+    pub name: String,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Wall time from start to exit.
+    pub wall: Duration,
+    /// User + system CPU time.
+    pub cpu: Duration,
+    /// Peak resident set, in KiB.
+    pub peak_rss_kib: u64,
+    /// Bytes of the shared-memory entries it produced.
+    pub bytes_shared: u64,
+    /// Its last stderr lines.
+    pub stderr_tail: Vec<String>,
+}
+
+/// What happened in a run.
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// Every operator, in definition order.
+    pub operators: Vec<OperatorReport>,
+    /// The first failure: (operator, what happened).
+    pub failure: Option<(String, String)>,
+    /// Whether the run was interrupted (SIGINT/SIGTERM).
+    pub interrupted: bool,
+    /// Wall time of the whole run.
+    pub wall: Duration,
+    /// String entries nobody consumes (e.g. statistics), by entry name.
+    pub results: Vec<(String, String)>,
+    /// Where stream outputs went.
+    pub output_dir: PathBuf,
+}
+
+impl RunReport {
+    /// Whether every operator succeeded.
+    pub fn succeeded(&self) -> bool {
+        self.failure.is_none() && !self.interrupted
+    }
+}
+
+/// Something the caller may show while the run goes on.
+#[derive(Debug, Clone)]
+pub enum Progress {
+    /// An operator started.
+    Started(String),
+    /// A line an operator printed (`stderr` true for its stderr).
+    Line {
+        /// The operator.
+        operator: String,
+        /// From stderr.
+        stderr: bool,
+        /// The line, without its end.
+        text: String,
+    },
+    /// An operator ended.
+    Finished(String, Outcome),
+}
+
+enum Event {
+    Line(usize, bool, String),
+    Exited(usize, i32, libc::rusage),
+}
+
+struct Running {
+    pid: i32,
+    started: Instant,
+    term_sent: Option<Instant>,
+    timed_out: bool,
+    stopped: bool,
+}
+
+/// Runs a validated pipeline on this machine.
+#[derive(Debug)]
+pub struct LocalDriver {
+    pipeline: Pipeline,
+    opts: RunOptions,
+}
+
+fn env_key(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// The name of the variable holding the directory of a stream output.
+pub fn stream_env(operator: &str, output: &str) -> String {
+    format!(
+        "{STREAM_ENV_PREFIX}{}_{}",
+        env_key(operator),
+        env_key(output)
+    )
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DriverError + '_ {
+    move |source| DriverError::Io {
+        path: path.to_owned(),
+        source,
+    }
+}
+
+impl LocalDriver {
+    /// A driver for `pipeline`.
+    pub fn new(pipeline: Pipeline, opts: RunOptions) -> LocalDriver {
+        LocalDriver { pipeline, opts }
+    }
+
+    fn context(&self) -> Result<Context, DriverError> {
+        let mut bytes = 0u64;
+        for e in self.pipeline.plan.entries.iter().filter(|e| e.is_static()) {
+            let elem = dtype::Primitive::from_name(&e.element).map_or(1, |p| p.size() as u64);
+            let n: u64 = e.shape.iter().map(|d| d.unwrap_or(0) as u64).product();
+            // Size classes round up by at most 1/8, plus a page.
+            bytes += n * elem + n * elem / 8 + 4096;
+        }
+        let entries = self.pipeline.plan.entries.len() as u32;
+        let opts = ContextOptions::new()
+            .capacity(bytes + self.opts.headroom)
+            .max_allocations(4 * entries + 64)
+            .max_names(2 * entries + 64)
+            .max_participants((self.pipeline.operators.len() as u32 + 2).clamp(4, 64))
+            .anonymous(!self.opts.named_context);
+        Ok(Context::new(&opts)?)
+    }
+
+    /// Publishes the plan and pre-allocates (and pre-faults) every static
+    /// output under its entry name.
+    fn prepare(&self, ctx: &Context) -> Result<(), DriverError> {
+        self.pipeline.plan.publish(ctx)?;
+        for e in self.pipeline.plan.entries.iter().filter(|e| e.is_static()) {
+            let element = dtype::Type::primitive(
+                dtype::Primitive::from_name(&e.element).unwrap_or(dtype::Primitive::UInt8),
+            );
+            let shape: Vec<usize> = e.shape.iter().map(|d| d.unwrap_or(0)).collect();
+            let mut a = ctx.create_array(element, &shape)?;
+            a.map_mut()?.fill(0);
+            a.publish(&e.key)?;
+            a.release()?;
+        }
+        Ok(())
+    }
+
+    fn command(&self, op: usize, ctx_handle: &str, dirs: &Dirs) -> Result<Command, DriverError> {
+        let def = &self.pipeline.operators[op];
+        let (program, args) = def
+            .command
+            .split_first()
+            .ok_or_else(|| DriverError::NoCommand(def.name.clone()))?;
+        let program = if program.contains('/') && Path::new(program).is_relative() {
+            self.opts.base_dir.join(program)
+        } else {
+            PathBuf::from(program)
+        };
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .current_dir(&self.opts.base_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .env(CONTEXT_ENV, ctx_handle)
+            .env(OPERATOR_ENV, &def.name)
+            .env(OUTPUT_ENV, &dirs.output);
+        if let Some(input) = &self.opts.input {
+            cmd.env(PAYLOAD_ENV, input);
+        }
+        for (k, v) in &self.opts.env {
+            cmd.env(k, v);
+        }
+        for (k, v) in &def.variables {
+            cmd.env(k, v);
+        }
+        for (name, dir) in dirs.streams.iter() {
+            cmd.env(name, dir);
+        }
+        Ok(cmd)
+    }
+
+    /// Runs the pipeline; `progress` sees starts, output lines and ends.
+    pub fn run(&self, mut progress: impl FnMut(Progress)) -> Result<RunReport, DriverError> {
+        let t0 = Instant::now();
+        let interrupted = Arc::new(AtomicBool::new(false));
+        let mut sig_ids = Vec::new();
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            sig_ids.push(
+                signal_hook::flag::register(sig, interrupted.clone())
+                    .map_err(DriverError::Signal)?,
+            );
+        }
+        let result = self.run_inner(&mut progress, &interrupted, t0);
+        for id in sig_ids {
+            signal_hook::low_level::unregister(id);
+        }
+        result
+    }
+
+    fn run_inner(
+        &self,
+        progress: &mut dyn FnMut(Progress),
+        interrupted: &AtomicBool,
+        t0: Instant,
+    ) -> Result<RunReport, DriverError> {
+        let ops = &self.pipeline.operators;
+        for op in ops {
+            if op.command.is_empty() {
+                return Err(DriverError::NoCommand(op.name.clone()));
+            }
+        }
+        let dirs = Dirs::make(&self.pipeline, self.opts.output.as_deref())?;
+        let ctx = self.context()?;
+        self.prepare(&ctx)?;
+        let handle = ctx.handle_for_children()?;
+        let n = ops.len();
+        let deps: Vec<Vec<usize>> = ops
+            .iter()
+            .map(|o| {
+                let mut d: Vec<usize> = o.inputs.iter().filter_map(|i| i.from).collect();
+                d.sort_unstable();
+                d.dedup();
+                d
+            })
+            .collect();
+        let mut reports: Vec<OperatorReport> = ops
+            .iter()
+            .map(|o| OperatorReport {
+                name: o.name.clone(),
+                outcome: Outcome::NotRun,
+                wall: Duration::ZERO,
+                cpu: Duration::ZERO,
+                peak_rss_kib: 0,
+                bytes_shared: 0,
+                stderr_tail: Vec::new(),
+            })
+            .collect();
+        let mut done = vec![false; n];
+        let mut started = vec![false; n];
+        let mut running: BTreeMap<usize, Running> = BTreeMap::new();
+        let mut failure: Option<(String, String)> = None;
+        let (tx, rx): (Sender<Event>, Receiver<Event>) = unbounded();
+        let mut stopping = false;
+        loop {
+            // Start what is ready.
+            if !stopping {
+                for i in self.pipeline.schedule.iter().flatten().copied() {
+                    if running.len() >= self.opts.jobs.max(1) {
+                        break;
+                    }
+                    if started[i]
+                        || !deps[i]
+                            .iter()
+                            .all(|&d| done[d] && reports[d].outcome == Outcome::Succeeded)
+                    {
+                        continue;
+                    }
+                    started[i] = true;
+                    match self.spawn(i, &handle, &dirs, &tx) {
+                        Ok(pid) => {
+                            progress(Progress::Started(ops[i].name.clone()));
+                            running.insert(
+                                i,
+                                Running {
+                                    pid,
+                                    started: Instant::now(),
+                                    term_sent: None,
+                                    timed_out: false,
+                                    stopped: false,
+                                },
+                            );
+                        }
+                        Err(e) => {
+                            done[i] = true;
+                            reports[i].outcome = Outcome::SpawnFailed(e.to_string());
+                            failure.get_or_insert((
+                                ops[i].name.clone(),
+                                format!("could not start: {e}"),
+                            ));
+                            stopping = true;
+                        }
+                    }
+                }
+            }
+            if running.is_empty() {
+                break;
+            }
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(Event::Line(i, stderr, text)) => {
+                    if stderr {
+                        let tail = &mut reports[i].stderr_tail;
+                        tail.push(text.clone());
+                        if tail.len() > STDERR_TAIL {
+                            tail.remove(0);
+                        }
+                    }
+                    progress(Progress::Line {
+                        operator: ops[i].name.clone(),
+                        stderr,
+                        text,
+                    });
+                }
+                Ok(Event::Exited(i, status, usage)) => {
+                    let Some(r) = running.remove(&i) else {
+                        continue;
+                    };
+                    done[i] = true;
+                    let rep = &mut reports[i];
+                    rep.wall = r.started.elapsed();
+                    rep.cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
+                    rep.peak_rss_kib = usage.ru_maxrss.max(0) as u64;
+                    rep.outcome = if r.timed_out {
+                        Outcome::TimedOut
+                    } else if r.stopped {
+                        Outcome::Stopped
+                    } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+                        Outcome::Succeeded
+                    } else if libc::WIFEXITED(status) {
+                        Outcome::Failed(libc::WEXITSTATUS(status))
+                    } else {
+                        Outcome::Signaled(libc::WTERMSIG(status))
+                    };
+                    // A dead child's holds and mappings go back now.
+                    let _ = ctx.recover();
+                    if rep.outcome == Outcome::Succeeded {
+                        rep.bytes_shared = self.bytes_of(&ctx, i);
+                    } else {
+                        self.poison(&ctx, i);
+                        if failure.is_none() && rep.outcome != Outcome::Stopped {
+                            failure = Some((ops[i].name.clone(), describe(&rep.outcome)));
+                        }
+                        stopping = true;
+                    }
+                    progress(Progress::Finished(ops[i].name.clone(), rep.outcome.clone()));
+                }
+                Err(_) => {}
+            }
+            // Timeouts, interruption, and the SIGTERM → SIGKILL escalation.
+            if interrupted.load(Ordering::Relaxed) && !stopping {
+                stopping = true;
+            }
+            for r in running.values_mut() {
+                if let Some(limit) = self.opts.timeout
+                    && !r.timed_out
+                    && r.term_sent.is_none()
+                    && r.started.elapsed() > limit
+                {
+                    r.timed_out = true;
+                    stopping = true;
+                    signal_group(r.pid, libc::SIGTERM);
+                    r.term_sent = Some(Instant::now());
+                }
+            }
+            if stopping {
+                for r in running.values_mut() {
+                    match r.term_sent {
+                        None => {
+                            r.stopped = !r.timed_out;
+                            signal_group(r.pid, libc::SIGTERM);
+                            r.term_sent = Some(Instant::now());
+                        }
+                        Some(at) if at.elapsed() > self.opts.grace => {
+                            signal_group(r.pid, libc::SIGKILL);
+                        }
+                        Some(_) => {}
+                    }
+                }
+            }
+        }
+        // Late lines of the last children.
+        while let Ok(Event::Line(i, stderr, text)) = rx.try_recv() {
+            progress(Progress::Line {
+                operator: ops[i].name.clone(),
+                stderr,
+                text,
+            });
+        }
+        let interrupted = interrupted.load(Ordering::Relaxed);
+        if interrupted && failure.is_none() {
+            failure = Some(("driver".into(), "interrupted".into()));
+        }
+        let results = self.results(&ctx);
+        drop(ctx);
+        Ok(RunReport {
+            operators: reports,
+            failure,
+            interrupted,
+            wall: t0.elapsed(),
+            results,
+            output_dir: dirs.output,
+        })
+    }
+
+    fn spawn(
+        &self,
+        i: usize,
+        handle: &str,
+        dirs: &Dirs,
+        tx: &Sender<Event>,
+    ) -> Result<i32, DriverError> {
+        let mut cmd = self.command(i, handle, dirs)?;
+        let mut child = cmd.spawn().map_err(|e| DriverError::Io {
+            path: PathBuf::from(&self.pipeline.operators[i].command[0]),
+            source: e,
+        })?;
+        let pid = child.id() as i32;
+        if let Some(out) = child.stdout.take() {
+            lines(out, i, false, tx.clone());
+        }
+        if let Some(err) = child.stderr.take() {
+            lines(err, i, true, tx.clone());
+        }
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            let mut status = 0;
+            // SAFETY: an all-zero `rusage` is a valid value of the plain C
+            // struct, which wait4 then fills in.
+            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+            loop {
+                // SAFETY: wait4 on our own child's pid with valid pointers
+                // to locals; `child` is never waited on by std (it is
+                // leaked below), so the pid is reaped exactly once, here.
+                let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+                if r == pid {
+                    break;
+                }
+                if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                    break;
+                }
+            }
+            let _ = tx.send(Event::Exited(i, status, usage));
+            // Reaped above: std must not wait for it again.
+            std::mem::forget(child);
+        });
+        Ok(pid)
+    }
+
+    /// Bytes of the shared-memory outputs operator `i` produced.
+    fn bytes_of(&self, ctx: &Context, i: usize) -> u64 {
+        self.pipeline.plan.operators[i]
+            .outputs
+            .iter()
+            .filter_map(|(_, e)| ctx.get(&self.pipeline.plan.entries[*e].key).ok())
+            .map(|a| a.size())
+            .sum()
+    }
+
+    /// Marks every output of the failed operator `i` poisoned and withdraws
+    /// its allocation, so no consumer maps torn data.
+    fn poison(&self, ctx: &Context, i: usize) {
+        let name = &self.pipeline.operators[i].name;
+        for (_, e) in &self.pipeline.plan.operators[i].outputs {
+            let key = &self.pipeline.plan.entries[*e].key;
+            if let Ok(a) = ctx.get(key) {
+                let _ = a.free();
+            }
+            if let Ok(mut m) = ctx.create(name.len().max(1) as u64) {
+                if let Ok(mut w) = m.map_mut() {
+                    w[..name.len()].copy_from_slice(name.as_bytes());
+                }
+                let _ = m.publish(&format!("{POISON_PREFIX}{key}"));
+            }
+        }
+    }
+
+    /// The text of every string entry nobody consumes.
+    fn results(&self, ctx: &Context) -> Vec<(String, String)> {
+        self.pipeline
+            .plan
+            .entries
+            .iter()
+            .filter(|e| e.kind == EntryKind::String && e.consumers.is_empty())
+            .filter_map(|e| {
+                let m = ctx.map(&e.key).ok()?;
+                let end = m.iter().rposition(|&b| b != 0).map_or(0, |k| k + 1);
+                Some((
+                    e.name.clone(),
+                    String::from_utf8_lossy(&m[..end]).into_owned(),
+                ))
+            })
+            .collect()
+    }
+}
+
+fn tv(t: libc::timeval) -> Duration {
+    Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+}
+
+fn describe(o: &Outcome) -> String {
+    match o {
+        Outcome::Succeeded => "succeeded".into(),
+        Outcome::Failed(c) => format!("exited with status {c}"),
+        Outcome::Signaled(s) => format!("was killed by signal {s}"),
+        Outcome::TimedOut => "timed out".into(),
+        Outcome::Stopped => "was stopped".into(),
+        Outcome::NotRun => "did not run".into(),
+        Outcome::SpawnFailed(e) => format!("could not start: {e}"),
+    }
+}
+
+/// Sends `sig` to the process group of `pid` (each operator leads its own).
+fn signal_group(pid: i32, sig: i32) {
+    // SAFETY: kill(2) with a negative pid signals that process group; at
+    // worst the group no longer exists (ESRCH), which is ignored.
+    unsafe { libc::kill(-pid, sig) };
+}
+
+/// Forwards the lines of `stream` as events until it closes.
+fn lines(stream: impl Read + Send + 'static, i: usize, stderr: bool, tx: Sender<Event>) {
+    std::thread::spawn(move || {
+        let mut r = BufReader::new(stream);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match r.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let text = String::from_utf8_lossy(&buf)
+                        .trim_end_matches(['\n', '\r'])
+                        .to_owned();
+                    if tx.send(Event::Line(i, stderr, text)).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+}
+
+/// The directories of a run: the output root and one per stream output.
+struct Dirs {
+    output: PathBuf,
+    streams: Vec<(String, PathBuf)>,
+}
+
+impl Dirs {
+    fn make(p: &Pipeline, output: Option<&Path>) -> Result<Dirs, DriverError> {
+        let output = match output {
+            Some(o) => o.to_owned(),
+            None => std::env::temp_dir().join(format!("fastio-run-{}", std::process::id())),
+        };
+        std::fs::create_dir_all(&output).map_err(io_err(&output))?;
+        let mut streams = Vec::new();
+        for op in &p.operators {
+            for out in &op.outputs {
+                if matches!(out.ty, IoType::Stream { .. }) {
+                    let dir = output.join(&op.name).join(&out.name);
+                    std::fs::create_dir_all(&dir).map_err(io_err(&dir))?;
+                    streams.push((stream_env(&op.name, &out.name), dir));
+                }
+            }
+        }
+        Ok(Dirs { output, streams })
+    }
+}

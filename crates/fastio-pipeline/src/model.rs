@@ -1,0 +1,149 @@
+//! The pipeline definition as written: Clara's YAML keys (api-version
+//! 0.5.0 and later), each value with its position in the file.
+//!
+//! Unknown keys are errors (`deny_unknown_fields`), with the key's line and
+//! column; so are duplicate keys. `services`, `models`, `requests` and
+//! `pull-secrets` are accepted without looking inside: the local driver
+//! ignores them (a warning).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, IgnoredAny, Visitor};
+use serde::{Deserialize, Deserializer};
+use serde_saphyr::Spanned;
+
+/// A scalar read as text: a string, or a number or boolean as written
+/// (`tag: 1.2` and `tag: "1.2"` are the same tag).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Text(pub String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Text;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string or a number")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text, E> {
+                Ok(Text(v.to_owned()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Text, E> {
+                Ok(Text(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The top level of a pipeline definition.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PipelineDoc {
+    /// `api-version`: 0.5.0 or later.
+    pub api_version: Spanned<Text>,
+    /// The pipeline's name.
+    pub name: Spanned<String>,
+    /// Free-form version.
+    pub version: Option<Spanned<Text>>,
+    /// Free-form description.
+    pub description: Option<String>,
+    /// Which orchestrator (informational locally).
+    pub orchestrator: Option<Spanned<String>>,
+    /// Parameters with their default values.
+    pub parameters: Option<BTreeMap<String, Spanned<Text>>>,
+    /// Image pull secrets (ignored locally).
+    pub pull_secrets: Option<Spanned<IgnoredAny>>,
+    /// The operators.
+    pub operators: Vec<OperatorDoc>,
+}
+
+/// One operator.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct OperatorDoc {
+    /// Its name.
+    pub name: Spanned<String>,
+    /// Free-form description.
+    pub description: Option<String>,
+    /// What runs.
+    pub container: Option<ContainerDoc>,
+    /// Its inputs.
+    pub input: Option<Vec<InputDoc>>,
+    /// Its outputs.
+    pub output: Option<Vec<OutputDoc>>,
+    /// Services (ignored locally).
+    pub services: Option<Spanned<IgnoredAny>>,
+    /// Models (0.6.0+; ignored locally).
+    pub models: Option<Spanned<IgnoredAny>>,
+    /// Resource requests (ignored locally).
+    pub requests: Option<Spanned<IgnoredAny>>,
+}
+
+/// An operator's container.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct ContainerDoc {
+    /// Image (informational locally).
+    pub image: Option<Spanned<String>>,
+    /// Tag (informational; "latest" when absent; may be a number).
+    pub tag: Option<Spanned<Text>>,
+    /// The command line that runs the operator.
+    pub command: Option<Spanned<Vec<Spanned<Text>>>>,
+    /// Environment variables.
+    pub variables: Option<BTreeMap<String, Spanned<Text>>>,
+}
+
+/// An input.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct InputDoc {
+    /// The producer's output name (with `from`).
+    pub name: Option<Spanned<String>>,
+    /// The producing operator; absent: the pipeline payload.
+    pub from: Option<Spanned<String>>,
+    /// Where a `stream` is found.
+    pub path: Option<Spanned<String>>,
+    /// The type.
+    #[serde(rename = "type")]
+    pub ty: Option<Spanned<String>>,
+    /// The element type.
+    pub element_type: Option<Spanned<String>>,
+    /// The shape (-1 or 0: dynamic).
+    pub shape: Option<Spanned<Vec<Spanned<i64>>>>,
+}
+
+/// An output.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct OutputDoc {
+    /// Its name (required).
+    pub name: Option<Spanned<String>>,
+    /// Where a `stream` is written.
+    pub path: Option<Spanned<String>>,
+    /// The type.
+    #[serde(rename = "type")]
+    pub ty: Option<Spanned<String>>,
+    /// The element type.
+    pub element_type: Option<Spanned<String>>,
+    /// The shape (-1 or 0: dynamic).
+    pub shape: Option<Spanned<Vec<Spanned<i64>>>>,
+}
+
+/// Only the `parameters` of a definition (read first, to fill the
+/// `${{ name }}` placeholders of the rest).
+#[derive(Debug, Deserialize)]
+pub struct ParametersOnly {
+    /// Parameters with their default values.
+    pub parameters: Option<BTreeMap<String, Spanned<Text>>>,
+}

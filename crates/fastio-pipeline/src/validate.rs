@@ -1,0 +1,690 @@
+//! Checking a parsed definition against Clara's rules and resolving it
+//! into a [`Pipeline`]: every error is collected (not only the first), each
+//! with its line, column and YAML path.
+
+use std::collections::BTreeMap;
+
+use dtype::Primitive;
+use fastio::plan::{EntryKind, EntryPlan, OperatorPlan, Plan};
+use serde_saphyr::{Location, Spanned};
+
+use crate::load::Report;
+use crate::model::{InputDoc, OutputDoc, PipelineDoc};
+
+/// Longest name.
+pub const MAX_NAME_LEN: usize = 255;
+
+/// The type of an input or output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IoType {
+    /// Shared memory: an array of `element` with `shape` (`None`: dynamic).
+    Array {
+        /// Element type.
+        element: Primitive,
+        /// Shape; `None` marks a dynamic dimension.
+        shape: Vec<Option<usize>>,
+    },
+    /// Shared memory: a dynamic `uint8` array of UTF-8 bytes.
+    String,
+    /// Shared memory: one value.
+    Scalar(Primitive),
+    /// Disk: a directory of files of a free-form `element` type.
+    Stream {
+        /// Free-form element type (`dicom`, ...).
+        element: String,
+        /// The absolute path the definition names.
+        path: String,
+    },
+}
+
+impl IoType {
+    /// Whether it lives in shared memory (an entry).
+    pub fn is_shared(&self) -> bool {
+        !matches!(self, IoType::Stream { .. })
+    }
+
+    /// Type, element type and shape as text, for messages and plans.
+    pub fn describe(&self) -> String {
+        match self {
+            IoType::Array { element, shape } => {
+                let dims: Vec<String> = shape
+                    .iter()
+                    .map(|d| d.map_or("-1".to_owned(), |n| n.to_string()))
+                    .collect();
+                format!("array<{}>[{}]", element.name(), dims.join(", "))
+            }
+            IoType::String => "string".to_owned(),
+            IoType::Scalar(p) => p.name().to_owned(),
+            IoType::Stream { element, .. } => format!("stream<{element}>"),
+        }
+    }
+
+    /// Types match when everything but a stream's path is equal.
+    fn matches(&self, other: &IoType) -> bool {
+        match (self, other) {
+            (IoType::Stream { element: a, .. }, IoType::Stream { element: b, .. }) => a == b,
+            _ => self == other,
+        }
+    }
+}
+
+/// An input of an operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputDef {
+    /// The producer's output name (`None`: the pipeline payload).
+    pub name: Option<String>,
+    /// The producing operator's index (`None`: the payload).
+    pub from: Option<usize>,
+    /// Its type.
+    pub ty: IoType,
+}
+
+/// An output of an operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputDef {
+    /// Its name.
+    pub name: String,
+    /// Its type.
+    pub ty: IoType,
+}
+
+/// An operator, resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OperatorDef {
+    /// Its name.
+    pub name: String,
+    /// The container image (informational locally).
+    pub image: Option<String>,
+    /// The image tag ("latest" when absent).
+    pub tag: String,
+    /// The command line (empty: none given).
+    pub command: Vec<String>,
+    /// Environment variables.
+    pub variables: BTreeMap<String, String>,
+    /// Inputs in definition order.
+    pub inputs: Vec<InputDef>,
+    /// Outputs in definition order.
+    pub outputs: Vec<OutputDef>,
+}
+
+/// A validated pipeline: its operators, the Fast I/O plan of its
+/// shared-memory entries, and the order operators may run in.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    /// Its name.
+    pub name: String,
+    /// Its `api-version`.
+    pub api_version: String,
+    /// Operators in definition order.
+    pub operators: Vec<OperatorDef>,
+    /// The entries and each operator's share of them.
+    pub plan: Plan,
+    /// Waves of operator indexes: each runs once all earlier waves that
+    /// feed it are done; operators in one wave are independent.
+    pub schedule: Vec<Vec<usize>>,
+}
+
+fn valid_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= MAX_NAME_LEN
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// The canonical primitive of an element-type name (Clara's primitives and
+/// their short names).
+pub fn primitive(name: &str) -> Option<Primitive> {
+    Some(match name {
+        "uint8" | "u8" => Primitive::UInt8,
+        "uint16" | "u16" => Primitive::UInt16,
+        "uint32" | "u32" => Primitive::UInt32,
+        "uint64" | "u64" => Primitive::UInt64,
+        "int8" | "i8" => Primitive::Int8,
+        "int16" | "i16" => Primitive::Int16,
+        "int32" | "i32" => Primitive::Int32,
+        "int64" | "i64" => Primitive::Int64,
+        "float16" | "f16" => Primitive::Float16,
+        "float32" | "f32" => Primitive::Float32,
+        "float64" | "f64" => Primitive::Float64,
+        _ => return None,
+    })
+}
+
+fn check_name(r: &mut Report, name: &Spanned<String>, path: &str, what: &str) {
+    if !valid_name(&name.value) {
+        r.error(
+            name.referenced,
+            path,
+            format!(
+                "{what} {:?} must be 1 to {MAX_NAME_LEN} characters of A-Z a-z 0-9 _ -",
+                name.value
+            ),
+        );
+    }
+}
+
+/// The fields of an input or output, as one view.
+struct Io<'a> {
+    ty: &'a Option<Spanned<String>>,
+    element: &'a Option<Spanned<String>>,
+    shape: &'a Option<Spanned<Vec<Spanned<i64>>>>,
+    path_key: &'a Option<Spanned<String>>,
+}
+
+fn io_type(r: &mut Report, io: Io<'_>, at: Location, path: &str) -> Option<IoType> {
+    let Some(ty) = io.ty else {
+        r.error(at, path, "`type` is missing");
+        return None;
+    };
+    let tpath = format!("{path}.type");
+    let not_for = |r: &mut Report, key: &str, at: Location| {
+        r.error(
+            at,
+            &format!("{path}.{key}"),
+            format!("`{key}` does not belong to type {}", ty.value),
+        );
+    };
+    match ty.value.as_str() {
+        "array" => {
+            if let Some(p) = io.path_key {
+                not_for(r, "path", p.referenced);
+            }
+            let element = match io.element {
+                None => {
+                    r.error(ty.referenced, path, "an array needs `element-type`");
+                    None
+                }
+                Some(e) => {
+                    let p = primitive(&e.value);
+                    if p.is_none() {
+                        r.error(
+                            e.referenced,
+                            &format!("{path}.element-type"),
+                            format!("unknown element type {:?}", e.value),
+                        );
+                    }
+                    p
+                }
+            };
+            let shape = match io.shape {
+                None => {
+                    r.error(ty.referenced, path, "an array needs `shape`");
+                    None
+                }
+                Some(s) if s.value.is_empty() => {
+                    r.error(s.referenced, &format!("{path}.shape"), "the shape is empty");
+                    None
+                }
+                Some(s) => {
+                    let mut dims = Vec::new();
+                    let mut ok = true;
+                    for (k, d) in s.value.iter().enumerate() {
+                        match d.value {
+                            -1 | 0 => dims.push(None),
+                            n if n > 0 => dims.push(Some(n as usize)),
+                            n => {
+                                ok = false;
+                                r.error(
+                                    d.referenced,
+                                    &format!("{path}.shape[{k}]"),
+                                    format!("{n} is not -1, 0 or a positive size"),
+                                );
+                            }
+                        }
+                    }
+                    ok.then_some(dims)
+                }
+            };
+            Some(IoType::Array {
+                element: element?,
+                shape: shape?,
+            })
+        }
+        "string" => {
+            for (key, v) in [("element-type", io.element), ("path", io.path_key)] {
+                if let Some(v) = v {
+                    not_for(r, key, v.referenced);
+                }
+            }
+            if let Some(s) = io.shape {
+                not_for(r, "shape", s.referenced);
+            }
+            Some(IoType::String)
+        }
+        "stream" => {
+            if let Some(s) = io.shape {
+                not_for(r, "shape", s.referenced);
+            }
+            let element = match io.element {
+                Some(e) => e.value.clone(),
+                None => {
+                    r.error(ty.referenced, path, "a stream needs `element-type`");
+                    String::new()
+                }
+            };
+            match io.path_key {
+                Some(p) if p.value.starts_with('/') => Some(IoType::Stream {
+                    element,
+                    path: p.value.clone(),
+                }),
+                Some(p) => {
+                    r.error(
+                        p.referenced,
+                        &format!("{path}.path"),
+                        format!("a stream's path must be absolute, not {:?}", p.value),
+                    );
+                    None
+                }
+                None => {
+                    r.error(ty.referenced, path, "a stream needs `path`");
+                    None
+                }
+            }
+        }
+        other => match primitive(other) {
+            Some(p) => {
+                if let Some(e) = io.element {
+                    not_for(r, "element-type", e.referenced);
+                }
+                if let Some(s) = io.shape {
+                    not_for(r, "shape", s.referenced);
+                }
+                if let Some(v) = io.path_key {
+                    not_for(r, "path", v.referenced);
+                }
+                Some(IoType::Scalar(p))
+            }
+            None => {
+                r.error(
+                    ty.referenced,
+                    &tpath,
+                    format!(
+                        "unknown type {other:?} (array, string, stream, or a primitive such as float32 or f32)"
+                    ),
+                );
+                None
+            }
+        },
+    }
+}
+
+fn version_at_least_0_5(text: &str) -> bool {
+    let parts: Vec<u64> = text
+        .split('.')
+        .map(|p| p.parse().unwrap_or(u64::MAX))
+        .collect();
+    if parts.is_empty() || parts.len() > 3 || parts.contains(&u64::MAX) {
+        return false;
+    }
+    let get = |i: usize| parts.get(i).copied().unwrap_or(0);
+    (get(0), get(1), get(2)) >= (0, 5, 0)
+}
+
+/// Checks `doc` and resolves it, collecting every error and warning.
+pub(crate) fn validate(doc: &PipelineDoc, r: &mut Report) -> Option<Pipeline> {
+    let v = &doc.api_version;
+    if !version_at_least_0_5(&v.value.0) {
+        r.error(
+            v.referenced,
+            "api-version",
+            format!(
+                "api-version {:?}: typed pipelines need 0.5.0 or later",
+                v.value.0
+            ),
+        );
+    }
+    if let Some(p) = &doc.pull_secrets {
+        r.warn(p.referenced, "pull-secrets", "ignored by the local driver");
+    }
+    if doc.operators.is_empty() {
+        r.error(
+            doc.name.referenced,
+            "operators",
+            "the pipeline has no operator",
+        );
+    }
+    // Operator names, unique case-insensitively.
+    let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, op) in doc.operators.iter().enumerate() {
+        let path = format!("operators[{i}].name");
+        check_name(r, &op.name, &path, "operator name");
+        let key = op.name.value.to_ascii_lowercase();
+        if let Some(&j) = by_name.get(&key) {
+            r.error(
+                op.name.referenced,
+                &path,
+                format!(
+                    "operator {:?} is already defined (operators[{j}]; names are case-insensitive)",
+                    op.name.value
+                ),
+            );
+        } else {
+            by_name.insert(key, i);
+        }
+    }
+    // Outputs first (inputs refer to them).
+    let mut outputs: Vec<Vec<Option<OutputDef>>> = Vec::new();
+    for (i, op) in doc.operators.iter().enumerate() {
+        let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+        let mut list = Vec::new();
+        for (k, out) in op.output.iter().flatten().enumerate() {
+            list.push(output_def(r, out, i, k, op.name.referenced, &mut seen));
+        }
+        outputs.push(list);
+        for (key, v) in [
+            ("services", &op.services),
+            ("models", &op.models),
+            ("requests", &op.requests),
+        ] {
+            if let Some(v) = v {
+                r.warn(
+                    v.referenced,
+                    &format!("operators[{i}].{key}"),
+                    "ignored by the local driver",
+                );
+            }
+        }
+    }
+    let mut operators = Vec::new();
+    for (i, op) in doc.operators.iter().enumerate() {
+        let mut inputs = Vec::new();
+        for (k, inp) in op.input.iter().flatten().enumerate() {
+            if let Some(d) = input_def(r, inp, i, k, op.name.referenced, &by_name, &outputs) {
+                inputs.push(d);
+            }
+        }
+        let c = op.container.as_ref();
+        let command: Vec<String> = c
+            .and_then(|c| c.command.as_ref())
+            .map(|cmd| cmd.value.iter().map(|t| t.value.0.clone()).collect())
+            .unwrap_or_default();
+        if command.is_empty() {
+            r.warn(
+                op.name.referenced,
+                &format!("operators[{i}].container.command"),
+                "no command: `fastio run` cannot start this operator",
+            );
+        }
+        let mut variables = BTreeMap::new();
+        for (k, v) in c.and_then(|c| c.variables.as_ref()).into_iter().flatten() {
+            variables.insert(k.clone(), v.value.0.clone());
+        }
+        operators.push(OperatorDef {
+            name: op.name.value.clone(),
+            image: c.and_then(|c| c.image.as_ref()).map(|s| s.value.clone()),
+            tag: c
+                .and_then(|c| c.tag.as_ref())
+                .map_or("latest".to_owned(), |t| t.value.0.clone()),
+            command,
+            variables,
+            inputs,
+            outputs: outputs[i].iter().flatten().cloned().collect(),
+        });
+    }
+    let schedule = schedule(doc, &operators, r);
+    if r.has_errors() {
+        return None;
+    }
+    let plan = plan(&doc.name.value, &operators);
+    Some(Pipeline {
+        name: doc.name.value.clone(),
+        api_version: doc.api_version.value.0.clone(),
+        operators,
+        plan,
+        schedule,
+    })
+}
+
+fn output_def(
+    r: &mut Report,
+    out: &OutputDoc,
+    op: usize,
+    k: usize,
+    op_at: Location,
+    seen: &mut BTreeMap<String, usize>,
+) -> Option<OutputDef> {
+    let path = format!("operators[{op}].output[{k}]");
+    let at = out.ty.as_ref().map_or(op_at, |t| t.referenced);
+    let ty = io_type(
+        r,
+        Io {
+            ty: &out.ty,
+            element: &out.element_type,
+            shape: &out.shape,
+            path_key: &out.path,
+        },
+        at,
+        &path,
+    );
+    let Some(name) = &out.name else {
+        r.error(at, &path, "an output needs a `name` (api-version 0.5.0+)");
+        return None;
+    };
+    check_name(r, name, &format!("{path}.name"), "output name");
+    let key = name.value.to_ascii_lowercase();
+    if let Some(&j) = seen.get(&key) {
+        r.error(
+            name.referenced,
+            &format!("{path}.name"),
+            format!(
+                "output {:?} is already defined in this operator (output[{j}])",
+                name.value
+            ),
+        );
+        return None;
+    }
+    seen.insert(key, k);
+    Some(OutputDef {
+        name: name.value.clone(),
+        ty: ty?,
+    })
+}
+
+fn input_def(
+    r: &mut Report,
+    inp: &InputDoc,
+    op: usize,
+    k: usize,
+    op_at: Location,
+    by_name: &BTreeMap<String, usize>,
+    outputs: &[Vec<Option<OutputDef>>],
+) -> Option<InputDef> {
+    let path = format!("operators[{op}].input[{k}]");
+    let at = inp.ty.as_ref().map_or(op_at, |t| t.referenced);
+    let ty = io_type(
+        r,
+        Io {
+            ty: &inp.ty,
+            element: &inp.element_type,
+            shape: &inp.shape,
+            path_key: &inp.path,
+        },
+        at,
+        &path,
+    );
+    if let Some(n) = &inp.name {
+        check_name(r, n, &format!("{path}.name"), "input name");
+    }
+    let Some(from) = &inp.from else {
+        // The pipeline payload.
+        return Some(InputDef {
+            name: inp.name.as_ref().map(|n| n.value.clone()),
+            from: None,
+            ty: ty?,
+        });
+    };
+    let fpath = format!("{path}.from");
+    let Some(&producer) = by_name.get(&from.value.to_ascii_lowercase()) else {
+        r.error(
+            from.referenced,
+            &fpath,
+            format!("`from` names no operator: {:?}", from.value),
+        );
+        return None;
+    };
+    if producer == op {
+        r.error(from.referenced, &fpath, "an operator cannot feed itself");
+        return None;
+    }
+    let Some(name) = &inp.name else {
+        r.error(
+            from.referenced,
+            &path,
+            "an input with `from` needs the `name` of the producer's output",
+        );
+        return None;
+    };
+    let Some(out) = outputs[producer]
+        .iter()
+        .flatten()
+        .find(|o| o.name.eq_ignore_ascii_case(&name.value))
+    else {
+        r.error(
+            name.referenced,
+            &format!("{path}.name"),
+            format!("operator {:?} has no output {:?}", from.value, name.value),
+        );
+        return None;
+    };
+    let ty = ty?;
+    if !ty.matches(&out.ty) {
+        r.error(
+            at,
+            &path,
+            format!(
+                "type {} does not match output {}/{} of type {} (types must match exactly)",
+                ty.describe(),
+                from.value,
+                out.name,
+                out.ty.describe()
+            ),
+        );
+        return None;
+    }
+    Some(InputDef {
+        name: Some(out.name.clone()),
+        from: Some(producer),
+        ty,
+    })
+}
+
+/// Kahn's algorithm over the `from` edges: waves of operators, or a cycle
+/// error naming the operators on it.
+fn schedule(doc: &PipelineDoc, ops: &[OperatorDef], r: &mut Report) -> Vec<Vec<usize>> {
+    let n = ops.len();
+    let mut indegree = vec![0usize; n];
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for (i, op) in ops.iter().enumerate() {
+        let mut deps: Vec<usize> = op.inputs.iter().filter_map(|inp| inp.from).collect();
+        deps.sort_unstable();
+        deps.dedup();
+        for d in deps {
+            indegree[i] += 1;
+            users[d].push(i);
+        }
+    }
+    let mut waves = Vec::new();
+    let mut ready: Vec<usize> = (0..n).filter(|&i| indegree[i] == 0).collect();
+    let mut done = 0;
+    while !ready.is_empty() {
+        let mut next = Vec::new();
+        for &i in &ready {
+            done += 1;
+            for &u in &users[i] {
+                indegree[u] -= 1;
+                if indegree[u] == 0 {
+                    next.push(u);
+                }
+            }
+        }
+        next.sort_unstable();
+        waves.push(std::mem::replace(&mut ready, next));
+    }
+    if done < n {
+        let on_cycle: Vec<&str> = (0..n)
+            .filter(|&i| indegree[i] > 0)
+            .map(|i| ops[i].name.as_str())
+            .collect();
+        let first = (0..n).find(|&i| indegree[i] > 0).unwrap_or(0);
+        r.error(
+            doc.operators[first].name.referenced,
+            &format!("operators[{first}]"),
+            format!("the operators form a cycle: {}", on_cycle.join(", ")),
+        );
+    }
+    waves
+}
+
+/// The Fast I/O plan: one entry per shared-memory output.
+fn plan(pipeline: &str, ops: &[OperatorDef]) -> Plan {
+    let mut entries: Vec<EntryPlan> = Vec::new();
+    let mut index: BTreeMap<(usize, String), usize> = BTreeMap::new();
+    let mut operators: Vec<OperatorPlan> = ops
+        .iter()
+        .map(|o| OperatorPlan {
+            name: o.name.clone(),
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+        })
+        .collect();
+    for (i, op) in ops.iter().enumerate() {
+        for out in op.outputs.iter().filter(|o| o.ty.is_shared()) {
+            let (kind, element, shape) = match &out.ty {
+                IoType::Array { element, shape } => (EntryKind::Array, *element, shape.clone()),
+                IoType::String => (EntryKind::String, Primitive::UInt8, vec![None]),
+                IoType::Scalar(p) => (EntryKind::Scalar, *p, vec![Some(1)]),
+                IoType::Stream { .. } => continue,
+            };
+            let name = format!("{}/{}", op.name, out.name);
+            index.insert((i, out.name.to_ascii_lowercase()), entries.len());
+            operators[i].outputs.push((out.name.clone(), entries.len()));
+            entries.push(EntryPlan {
+                key: name.to_ascii_lowercase(),
+                name,
+                kind,
+                element: element.name().to_owned(),
+                shape,
+                producer: i,
+                consumers: Vec::new(),
+            });
+        }
+    }
+    for (i, op) in ops.iter().enumerate() {
+        for inp in op.inputs.iter().filter(|x| x.ty.is_shared()) {
+            let (Some(from), Some(name)) = (inp.from, &inp.name) else {
+                continue;
+            };
+            if let Some(&e) = index.get(&(from, name.to_ascii_lowercase())) {
+                operators[i].inputs.push((name.clone(), e));
+                if !entries[e].consumers.contains(&i) {
+                    entries[e].consumers.push(i);
+                }
+            }
+        }
+    }
+    Plan {
+        pipeline: pipeline.to_owned(),
+        operators,
+        entries,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_and_names() {
+        assert!(version_at_least_0_5("0.5.0"));
+        assert!(version_at_least_0_5("0.6"));
+        assert!(version_at_least_0_5("1.0.0"));
+        assert!(!version_at_least_0_5("0.4.0"));
+        assert!(!version_at_least_0_5("zero"));
+        assert!(valid_name("op-1_A"));
+        assert!(!valid_name("op 1"));
+        assert!(!valid_name(""));
+        assert!(!valid_name(&"a".repeat(256)));
+        assert_eq!(primitive("f32"), Some(Primitive::Float32));
+        assert_eq!(primitive("bool"), None);
+    }
+}
