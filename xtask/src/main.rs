@@ -94,6 +94,8 @@ fn ci() -> Result<(), String> {
             "--workspace",
             "--exclude",
             "xtask",
+            "--exclude",
+            "fastio-examples",
             "--allow-dirty",
         ]),
     )

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, unbounded};
-use fastio::plan::{EntryKind, POISON_PREFIX};
+use fastio::plan::{EntryKind, POISON_PREFIX, stream_env};
 use fastio::{CONTEXT_ENV, Context, ContextOptions, OPERATOR_ENV};
 
 use crate::validate::{IoType, Pipeline};
@@ -32,9 +32,6 @@ use crate::validate::{IoType, Pipeline};
 pub const PAYLOAD_ENV: &str = "FASTIO_PAYLOAD";
 /// Environment variable naming the job's output directory (`--output`).
 pub const OUTPUT_ENV: &str = "FASTIO_OUTPUT";
-/// Prefix of the variables that name stream directories:
-/// `FASTIO_STREAM_<OPERATOR>_<OUTPUT>` (upper case, `-` as `_`).
-pub const STREAM_ENV_PREFIX: &str = "FASTIO_STREAM_";
 
 /// Lines of a failed operator's stderr kept for the error message.
 const STDERR_TAIL: usize = 10;
@@ -202,27 +199,6 @@ struct Running {
 pub struct LocalDriver {
     pipeline: Pipeline,
     opts: RunOptions,
-}
-
-fn env_key(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_uppercase()
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-/// The name of the variable holding the directory of a stream output.
-pub fn stream_env(operator: &str, output: &str) -> String {
-    format!(
-        "{STREAM_ENV_PREFIX}{}_{}",
-        env_key(operator),
-        env_key(output)
-    )
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DriverError + '_ {

@@ -46,8 +46,9 @@ mod validate;
 
 pub use driver::{
     DriverError, LocalDriver, OUTPUT_ENV, OperatorReport, Outcome, PAYLOAD_ENV, Progress,
-    RunOptions, RunReport, STREAM_ENV_PREFIX, stream_env,
+    RunOptions, RunReport,
 };
+pub use fastio::plan::{STREAM_ENV_PREFIX, stream_env};
 pub use load::{Diagnostic, MAX_DEFINITION_BYTES, Severity};
 pub use validate::{InputDef, IoType, MAX_NAME_LEN, OperatorDef, OutputDef, Pipeline, primitive};
 

@@ -21,6 +21,27 @@ pub const PLAN_NAME: &str = "fastio.plan";
 /// failed: `fastio.poisoned/<entry key>`, holding the operator's name.
 pub const POISON_PREFIX: &str = "fastio.poisoned/";
 
+/// Prefix of the environment variables that name stream directories.
+pub const STREAM_ENV_PREFIX: &str = "FASTIO_STREAM_";
+
+/// The environment variable the driver names the directory of stream
+/// output `output` of `operator` in: `FASTIO_STREAM_<OPERATOR>_<OUTPUT>`,
+/// upper case, every other character than a letter or digit as `_`.
+pub fn stream_env(operator: &str, output: &str) -> String {
+    let key = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() {
+                    c.to_ascii_uppercase()
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!("{STREAM_ENV_PREFIX}{}_{}", key(operator), key(output))
+}
+
 /// Upper bound on an encoded plan (a limit for decoding untrusted bytes).
 pub const MAX_PLAN_BYTES: usize = 16 << 20;
 

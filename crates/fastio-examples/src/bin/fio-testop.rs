@@ -1,0 +1,115 @@
+//! A scriptable operator for driver tests: `fio-testop ACTION ARGS...`.
+//!
+//! * `fill OUT VALUE` — every float32 element of OUT is VALUE; a dynamic OUT
+//!   takes its shape from `FILL_SHAPE` (`2,3`).
+//! * `add IN OUT DELTA` — OUT = IN + DELTA (a dynamic OUT takes IN's shape).
+//! * `sum OUT IN...` — scalar float64 OUT = the sum of every element of IN...
+//! * `string OUT TEXT` — a string output.
+//! * `read IN` — prints the sum of IN's elements; exit 3 with the error.
+//! * `fail CODE` — a line on stderr, then exit CODE.
+//! * `sleep SECS` — sleeps (for timeouts and interruption).
+//! * `die-writing OUT` — maps OUT for writing, writes half, then SIGKILLs
+//!   itself.
+
+use fastio::Operator;
+use fastio_examples::Result;
+
+fn shape_from_env() -> Vec<usize> {
+    std::env::var("FILL_SHAPE")
+        .unwrap_or_else(|_| "4".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect()
+}
+
+fn sum_f32(bytes: &[u8]) -> f64 {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f64::from(f32::from_ne_bytes([c[0], c[1], c[2], c[3]])))
+        .sum()
+}
+
+fn main() -> Result {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
+    match arg(0).as_str() {
+        "fail" => {
+            eprintln!("failing on purpose");
+            std::process::exit(arg(1).parse().unwrap_or(1));
+        }
+        "sleep" => {
+            println!("sleeping");
+            std::thread::sleep(std::time::Duration::from_secs_f64(arg(1).parse()?));
+            return Ok(());
+        }
+        _ => {}
+    }
+    let mut op = Operator::from_env()?;
+    match arg(0).as_str() {
+        "fill" => {
+            let value: f32 = arg(2).parse()?;
+            let out = op.output(&arg(1))?;
+            if out.is_dynamic() {
+                let shape = shape_from_env();
+                let idx: Vec<usize> = (0..shape.len()).collect();
+                out.update_shape(&idx, &shape)?;
+                out.allocate()?;
+            }
+            for c in out.map_mut()?.chunks_exact_mut(4) {
+                c.copy_from_slice(&value.to_ne_bytes());
+            }
+            println!("filled {} with {value}", out.name());
+        }
+        "add" => {
+            let delta: f32 = arg(3).parse()?;
+            let (shape, data) = {
+                let input = op.input(&arg(1))?;
+                let m = input.map()?;
+                (m.allocation().dimensions().to_vec(), m.to_vec())
+            };
+            let out = op.output(&arg(2))?;
+            if out.is_dynamic() {
+                let idx: Vec<usize> = (0..shape.len()).collect();
+                out.update_shape(&idx, &shape)?;
+                out.allocate()?;
+            }
+            let mut m = out.map_mut()?;
+            for (o, i) in m.chunks_exact_mut(4).zip(data.chunks_exact(4)) {
+                let v = f32::from_ne_bytes([i[0], i[1], i[2], i[3]]) + delta;
+                o.copy_from_slice(&v.to_ne_bytes());
+            }
+            println!("added {delta}");
+        }
+        "sum" => {
+            let mut total = 0.0;
+            for name in &args[2..] {
+                total += sum_f32(&op.input(name)?.map()?);
+            }
+            op.output(&arg(1))?.set_scalar(total)?;
+            println!("sum {total}");
+        }
+        "string" => {
+            op.output(&arg(1))?.set_string(&arg(2))?;
+        }
+        "read" => match op.input(&arg(1)).and_then(|i| i.map()) {
+            Ok(m) => println!("read sum {}", sum_f32(&m)),
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(3);
+            }
+        },
+        "die-writing" => {
+            let out = op.output(&arg(1))?;
+            let mut m = out.map_mut()?;
+            let half = m.len() / 2;
+            m[..half].fill(0xAB);
+            println!("wrote half; dying");
+            let _ = std::process::Command::new("kill")
+                .args(["-9", &std::process::id().to_string()])
+                .status();
+            std::thread::sleep(std::time::Duration::from_secs(60));
+        }
+        other => return Err(format!("unknown action {other:?}").into()),
+    }
+    Ok(())
+}
