@@ -302,3 +302,24 @@ unsafe impl Sync for Mapped<'_> {}
 unsafe impl Send for MappedMut<'_> {}
 // SAFETY: as above; `&MappedMut` only yields `&[u8]`.
 unsafe impl Sync for MappedMut<'_> {}
+
+impl std::fmt::Debug for Mapped<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mapped").field("len", &self.len).finish()
+    }
+}
+
+impl std::fmt::Debug for MappedMut<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedMut").field("len", &self.len).finish()
+    }
+}
+
+impl std::fmt::Debug for MappedPublished {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedPublished")
+            .field("allocation", &self.alloc)
+            .field("len", &self.len)
+            .finish()
+    }
+}

@@ -38,7 +38,7 @@ fn main() -> Result {
             std::process::exit(arg(1).parse().unwrap_or(1));
         }
         "sleep" => {
-            println!("sleeping");
+            println!("sleeping pid={}", std::process::id());
             std::thread::sleep(std::time::Duration::from_secs_f64(arg(1).parse()?));
             return Ok(());
         }

@@ -1,0 +1,173 @@
+//! Pipeline entries from an operator's side, with a plan published by
+//! hand (as the driver does): access rules, dynamic shapes, Clara's
+//! `update_shape` and `allocate` rules, strings and scalars, and inputs
+//! that were never allocated or are poisoned.
+
+mod common;
+
+use common::context;
+use fastio::plan::{EntryKind, EntryPlan, OperatorPlan, POISON_PREFIX, Plan};
+use fastio::{Access, Context, Error, Operator};
+
+fn entry(name: &str, kind: EntryKind, element: &str, shape: Vec<Option<usize>>) -> EntryPlan {
+    EntryPlan {
+        name: name.to_owned(),
+        key: name.to_ascii_lowercase(),
+        kind,
+        element: element.to_owned(),
+        shape,
+        producer: 0,
+        consumers: vec![1],
+    }
+}
+
+/// `Prod` makes a static `Prod/Vol` [2, 3], a dynamic `Prod/Dyn` [-1, 4], a
+/// string and a scalar; `cons` reads them all.
+fn plan() -> Plan {
+    let entries = vec![
+        entry(
+            "Prod/Vol",
+            EntryKind::Array,
+            "float32",
+            vec![Some(2), Some(3)],
+        ),
+        entry("Prod/Dyn", EntryKind::Array, "int16", vec![None, Some(4)]),
+        entry("Prod/Note", EntryKind::String, "uint8", vec![None]),
+        entry("Prod/Count", EntryKind::Scalar, "int64", vec![Some(1)]),
+    ];
+    let names = ["Vol", "Dyn", "Note", "Count"];
+    Plan {
+        pipeline: "entries".into(),
+        operators: vec![
+            OperatorPlan {
+                name: "Prod".into(),
+                inputs: vec![],
+                outputs: names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| (n.to_string(), i))
+                    .collect(),
+            },
+            OperatorPlan {
+                name: "cons".into(),
+                inputs: names
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| (n.to_string(), i))
+                    .collect(),
+                outputs: vec![],
+            },
+        ],
+        entries,
+    }
+}
+
+/// What the driver does before operators start.
+fn prepared() -> Context {
+    let ctx = context(1 << 20);
+    plan().publish(&ctx).unwrap();
+    let mut vol = ctx
+        .create_array(dtype::Type::primitive(dtype::Primitive::Float32), &[2, 3])
+        .unwrap();
+    vol.map_mut().unwrap().fill(0);
+    vol.publish("prod/vol").unwrap();
+    vol.release().unwrap();
+    let count = ctx
+        .create_array(dtype::Type::primitive(dtype::Primitive::Int64), &[1])
+        .unwrap();
+    count.publish("prod/count").unwrap();
+    ctx
+}
+
+#[test]
+fn outputs_follow_clara_rules() {
+    let ctx = prepared();
+    let mut prod = Operator::attach(ctx.clone(), "PROD").unwrap();
+    assert_eq!(prod.name(), "Prod");
+    let vol = prod.output("vol").unwrap();
+    assert_eq!(vol.name(), "Prod/Vol");
+    assert_eq!(vol.access(), Access::ReadWrite);
+    assert!(vol.is_preallocated() && vol.is_allocated() && !vol.is_dynamic());
+    assert_eq!((vol.shape(), vol.size_bytes()), (&[2usize, 3][..], 24));
+    // update_shape ignores static dimensions and says so.
+    assert_eq!(vol.update_shape(&[0, 1], &[5, 5]).unwrap(), [0, 1]);
+    assert_eq!(vol.shape(), &[2, 3]);
+    vol.map_mut().unwrap().fill(7);
+    // allocate on a static entry reallocates and erases.
+    vol.allocate().unwrap();
+    assert!(vol.map().unwrap().iter().all(|&b| b == 0));
+
+    let dynamic = prod.output("Prod/Dyn").unwrap();
+    assert!(dynamic.is_dynamic() && !dynamic.is_allocated() && !dynamic.is_preallocated());
+    assert_eq!(dynamic.dynamic_indices(), [0]);
+    assert!(matches!(
+        dynamic.allocate(),
+        Err(Error::ShapeNotDefined { .. })
+    ));
+    assert_eq!(dynamic.update_shape(&[0, 1], &[3, 9]).unwrap(), [1]);
+    assert_eq!(dynamic.shape(), &[3, 4]);
+    dynamic.allocate().unwrap();
+    dynamic
+        .map_as_ndobject_mut()
+        .unwrap()
+        .set(&[2, 3], -5i16)
+        .unwrap();
+
+    prod.output("note").unwrap().set_string("héllo").unwrap();
+    prod.output("count").unwrap().set_scalar(42i64).unwrap();
+    assert!(matches!(prod.output("nope"), Err(Error::UnknownEntry(_))));
+    drop(prod);
+
+    let cons = Operator::attach(ctx, "cons").unwrap();
+    let dyn_in = cons.input("dyn").unwrap();
+    assert_eq!(dyn_in.access(), Access::ReadOnly);
+    let arr = dyn_in.map_as_ndobject().unwrap();
+    assert_eq!(arr.shape(), &[3, 4]);
+    assert_eq!(arr.get::<i16>(&[2, 3]).unwrap(), -5);
+    assert_eq!(cons.input("note").unwrap().get_string().unwrap(), "héllo");
+    assert_eq!(
+        cons.input("count").unwrap().get_scalar::<i64>().unwrap(),
+        42
+    );
+    assert_eq!(cons.input("vol").unwrap().map().unwrap().len(), 24);
+}
+
+#[test]
+fn inputs_are_read_only_and_missing_ones_name_their_producer() {
+    let ctx = prepared();
+    let mut cons = Operator::attach(ctx.clone(), "cons").unwrap();
+    let dyn_name = "Prod/Dyn";
+    match cons.input("dyn").unwrap().map() {
+        Err(Error::NotAllocated { entry, producer }) => {
+            assert_eq!((entry.as_str(), producer.as_str()), (dyn_name, "Prod"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(cons.output("dyn").is_err(), "inputs are not outputs");
+    let input = cons.inputs().find(|e| e.name() == dyn_name).unwrap();
+    assert!(input.map_as_ndobject_mut().is_err());
+    // The driver poisons the entries of a producer that failed.
+    let mut marker = ctx.create(4).unwrap();
+    marker.map_mut().unwrap().copy_from_slice(b"Prod");
+    marker.publish(&format!("{POISON_PREFIX}prod/dyn")).unwrap();
+    match cons.input("dyn").unwrap().map() {
+        Err(Error::Poisoned { entry, operator }) => {
+            assert_eq!((entry.as_str(), operator.as_str()), (dyn_name, "Prod"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn attaching_without_a_plan_or_as_an_unknown_operator_is_an_error() {
+    let ctx = context(1 << 20);
+    assert!(matches!(
+        Operator::attach(ctx.clone(), "x"),
+        Err(Error::Plan(_))
+    ));
+    plan().publish(&ctx).unwrap();
+    assert!(matches!(
+        Operator::attach(ctx, "ghost"),
+        Err(Error::Plan(_))
+    ));
+}
