@@ -57,6 +57,13 @@ pub(crate) struct RunArgs {
     /// operators started outside the driver).
     #[arg(long)]
     named_context: bool,
+    /// Keep the context (a named one) in /dev/shm after the run, to
+    /// inspect; `fastio shm gc` removes it.
+    #[arg(long)]
+    keep_context: bool,
+    /// Context bytes beyond the static entries, for dynamic ones (MiB).
+    #[arg(long, value_name = "MIB", default_value_t = 256)]
+    headroom: u64,
     /// Print the summary as JSON (`--report json`).
     #[arg(long, value_name = "json")]
     report: Option<String>,
@@ -232,6 +239,7 @@ fn report_json(report: &RunReport) -> String {
         "wall_seconds": report.wall.as_secs_f64(),
         "failure": report.failure.as_ref().map(|(op, what)| json!({"operator": op, "what": what})),
         "output_dir": report.output_dir,
+        "kept_context": report.kept_context,
         "results": report.results.iter().map(|(k, v)| json!({"entry": k, "text": v})).collect::<Vec<_>>(),
         "operators": report.operators.iter().map(|r| json!({
             "name": r.name,
@@ -268,6 +276,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         input: args.input,
         output: args.output,
         named_context: args.named_context,
+        keep_context: args.keep_context,
+        headroom: args.headroom << 20,
         base_dir,
         ..RunOptions::default()
     };
@@ -333,6 +343,9 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
             println!("{entry}: {text}");
         }
         println!("output: {}", report.output_dir.display());
+        if let Some(h) = &report.kept_context {
+            println!("context kept: {h}");
+        }
     }
     match &report.failure {
         None => Ok(()),

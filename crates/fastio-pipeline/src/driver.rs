@@ -78,6 +78,8 @@ pub struct RunOptions {
     /// A named context under `/dev/shm` (for operators started outside the
     /// driver) instead of an anonymous one.
     pub named_context: bool,
+    /// Keep the (named) context's segment after the run, to inspect.
+    pub keep_context: bool,
     /// Where relative command paths are resolved (the definition's
     /// directory).
     pub base_dir: PathBuf,
@@ -95,6 +97,7 @@ impl Default for RunOptions {
             grace: Duration::from_secs(3),
             headroom: 256 << 20,
             named_context: false,
+            keep_context: false,
             base_dir: PathBuf::from("."),
             env: Vec::new(),
         }
@@ -154,6 +157,8 @@ pub struct RunReport {
     pub results: Vec<(String, String)>,
     /// Where stream outputs went.
     pub output_dir: PathBuf,
+    /// The kept context's handle (with `keep_context`).
+    pub kept_context: Option<String>,
 }
 
 impl RunReport {
@@ -228,7 +233,8 @@ impl LocalDriver {
             .max_allocations(4 * entries + 64)
             .max_names(2 * entries + 64)
             .max_participants((self.pipeline.operators.len() as u32 + 2).clamp(4, 64))
-            .anonymous(!self.opts.named_context);
+            .anonymous(!(self.opts.named_context || self.opts.keep_context))
+            .persist(self.opts.keep_context);
         Ok(Context::new(&opts)?)
     }
 
@@ -486,6 +492,7 @@ impl LocalDriver {
             failure = Some(("driver".into(), "interrupted".into()));
         }
         let results = self.results(&ctx);
+        let kept_context = self.opts.keep_context.then(|| ctx.handle().to_owned());
         drop(ctx);
         Ok(RunReport {
             operators: reports,
@@ -494,6 +501,7 @@ impl LocalDriver {
             wall: t0.elapsed(),
             results,
             output_dir: dirs.output,
+            kept_context,
         })
     }
 

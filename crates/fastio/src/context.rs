@@ -34,6 +34,7 @@ pub struct ContextOptions {
     cache_limit: Option<u64>,
     prefix: String,
     anonymous: bool,
+    persist: bool,
 }
 
 impl Default for ContextOptions {
@@ -46,6 +47,7 @@ impl Default for ContextOptions {
             cache_limit: None,
             prefix: DEFAULT_PREFIX.to_owned(),
             anonymous: false,
+            persist: false,
         }
     }
 }
@@ -106,6 +108,15 @@ impl ContextOptions {
     /// [`handle`](Context::handle) is empty.
     pub fn anonymous(mut self, anonymous: bool) -> Self {
         self.anonymous = anonymous;
+        self
+    }
+
+    /// Keep a named context's segment in `/dev/shm` after the owner's
+    /// handle is dropped (closed, but there to inspect, e.g. with
+    /// `fastio shm ls`); `fastio shm gc` or the next `Context::new` with
+    /// the same prefix removes it once nobody has it open.
+    pub fn persist(mut self, persist: bool) -> Self {
+        self.persist = persist;
         self
     }
 }
@@ -351,6 +362,7 @@ impl Context {
         let seg_opts = SegmentOptions::new(layout.data_len(data_offset))
             .prefix(opts.prefix.clone())
             .max_participants(opts.max_participants)
+            .persist(opts.persist)
             .allocate(false);
         let segment = if opts.anonymous {
             Segment::anonymous(&seg_opts)?

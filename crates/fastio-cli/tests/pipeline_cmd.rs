@@ -1,0 +1,123 @@
+//! `fastio pipeline check | plan` and `fastio run` as a user runs them:
+//! exit codes, the error lines with file, line and column, the plan table,
+//! the summary, and `--report json`.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn fastio() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_fastio"))
+}
+
+fn write(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fastio-cli-pipeline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+const SHELL: &str = "\
+api-version: 0.5.0
+name: shell
+parameters:
+  code: '4'
+operators:
+- name: hello
+  container: {image: sh, command: [sh, -c, 'echo hello; echo to-stderr >&2']}
+- name: sometimes
+  container: {image: sh, command: [sh, -c, 'echo oops >&2; exit ${{ code }}']}
+  output:
+  - {name: note, type: string}
+";
+
+#[test]
+fn check_exits_0_with_warnings_or_2_with_every_error() {
+    let ok = write("ok.yaml", SHELL);
+    let out = fastio()
+        .args(["pipeline", "check"])
+        .arg(&ok)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("ok (2 operators, 1 shared-memory entries)")
+    );
+
+    let bad = write(
+        "bad.yaml",
+        &SHELL
+            .replace("name: sometimes", "name: some times")
+            .replace("type: string}", "type: strng}"),
+    );
+    let out = fastio()
+        .args(["pipeline", "check"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    let file = bad.display().to_string();
+    assert!(
+        err.contains(&format!("{file}:8:9: error: operators[1].name:")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "{file}:11:24: error: operators[1].output[0].type:"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("2 errors"), "{err}");
+
+    let out = fastio()
+        .args(["pipeline", "check", "--param", "nope=1"])
+        .arg(&ok)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--param nope: no such parameter"));
+}
+
+#[test]
+fn plan_prints_entries_and_schedule() {
+    let ok = write("plan.yaml", SHELL);
+    let out = fastio()
+        .args(["pipeline", "plan"])
+        .arg(&ok)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("sometimes/note  string  dynamic"), "{text}");
+    assert!(text.contains("1: hello, sometimes"), "{text}");
+}
+
+#[test]
+fn run_reports_success_and_failure() {
+    let ok = write("run.yaml", SHELL);
+    let out = fastio()
+        .args(["run", "--param", "code=0", "--report", "json"])
+        .arg(&ok)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("[hello] hello"), "{stdout}");
+    let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(json["succeeded"], true);
+    assert_eq!(json["operators"].as_array().unwrap().len(), 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("[hello] to-stderr"));
+
+    let out = fastio().arg("run").arg(&ok).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "fastio: operator sometimes exited with status 4; its last stderr lines:\n  oops"
+        ),
+        "{err}"
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("sometimes            exit 4"), "{stdout}");
+}
