@@ -8,6 +8,8 @@
 //! * `read IN` — prints the sum of IN's elements; exit 3 with the error.
 //! * `fail CODE` — a line on stderr, then exit CODE.
 //! * `sleep SECS` — sleeps (for timeouts and interruption).
+//! * `noop` — exits at once (a bare spawn); `attach` — attaches as its
+//!   operator, maps its inputs, and exits.
 //! * `die-writing OUT` — maps OUT for writing, writes half, then SIGKILLs
 //!   itself.
 
@@ -37,6 +39,7 @@ fn main() -> Result {
             eprintln!("failing on purpose");
             std::process::exit(arg(1).parse().unwrap_or(1));
         }
+        "noop" => return Ok(()),
         "sleep" => {
             println!("sleeping pid={}", std::process::id());
             std::thread::sleep(std::time::Duration::from_secs_f64(arg(1).parse()?));
@@ -87,6 +90,13 @@ fn main() -> Result {
             }
             op.output(&arg(1))?.set_scalar(total)?;
             println!("sum {total}");
+        }
+        "attach" => {
+            // Attach, look at every entry, map the inputs, and leave.
+            for input in op.inputs() {
+                std::hint::black_box(input.map()?.len());
+            }
+            std::hint::black_box(op.outputs().count());
         }
         "string" => {
             op.output(&arg(1))?.set_string(&arg(2))?;
