@@ -33,6 +33,10 @@ pub const PAYLOAD_ENV: &str = "FASTIO_PAYLOAD";
 /// Environment variable naming the job's output directory (`--output`).
 pub const OUTPUT_ENV: &str = "FASTIO_OUTPUT";
 
+/// How long an exited operator's output is drained before its exit is
+/// reported.
+const OUTPUT_DRAIN: Duration = Duration::from_millis(500);
+
 /// Lines of a failed operator's stderr kept for the error message.
 const STDERR_TAIL: usize = 10;
 
@@ -518,11 +522,12 @@ impl LocalDriver {
             source: e,
         })?;
         let pid = child.id() as i32;
+        let mut closed = Vec::new();
         if let Some(out) = child.stdout.take() {
-            lines(out, i, false, tx.clone());
+            closed.push(lines(out, i, false, tx.clone()));
         }
         if let Some(err) = child.stderr.take() {
-            lines(err, i, true, tx.clone());
+            closed.push(lines(err, i, true, tx.clone()));
         }
         let tx = tx.clone();
         std::thread::spawn(move || {
@@ -541,6 +546,13 @@ impl LocalDriver {
                 if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
                     break;
                 }
+            }
+            // Let the readers pass on the last lines first (the exit report
+            // quotes stderr), but not forever: a descendant may keep the
+            // pipes open.
+            let deadline = Instant::now() + OUTPUT_DRAIN;
+            for c in closed {
+                let _ = c.recv_deadline(deadline);
             }
             let _ = tx.send(Event::Exited(i, status, usage));
             // Reaped above: std must not wait for it again.
@@ -619,9 +631,17 @@ fn signal_group(pid: i32, sig: i32) {
     unsafe { libc::kill(-pid, sig) };
 }
 
-/// Forwards the lines of `stream` as events until it closes.
-fn lines(stream: impl Read + Send + 'static, i: usize, stderr: bool, tx: Sender<Event>) {
+/// Forwards the lines of `stream` as events until it closes; the returned
+/// channel disconnects then.
+fn lines(
+    stream: impl Read + Send + 'static,
+    i: usize,
+    stderr: bool,
+    tx: Sender<Event>,
+) -> Receiver<()> {
+    let (done, closed) = crossbeam_channel::bounded::<()>(0);
     std::thread::spawn(move || {
+        let _done = done;
         let mut r = BufReader::new(stream);
         let mut buf = Vec::new();
         loop {
@@ -639,6 +659,7 @@ fn lines(stream: impl Read + Send + 'static, i: usize, stderr: bool, tx: Sender<
             }
         }
     });
+    closed
 }
 
 /// The directories of a run: the output root and one per stream output.

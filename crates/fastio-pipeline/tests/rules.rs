@@ -1401,19 +1401,25 @@ operators:
     assert_eq!(e[1].element, "int64");
     assert_eq!(e[1].shape, [Some(1)]);
     assert!(e[1].is_static());
-    assert_eq!((e[1].producer, e[1].consumers.as_slice()), (0, &[1][..]));
+    assert_eq!(e[1].producer, 0);
+    assert_eq!(e[1].consumers, [1]);
 
     assert_eq!(e[2].name, "Gen/label");
     assert_eq!(e[2].kind, EntryKind::String);
     assert_eq!(e[2].element, "uint8");
     assert_eq!(e[2].shape, [None]);
     assert!(!e[2].is_static());
-    assert_eq!((e[2].producer, e[2].consumers.as_slice()), (0, &[3][..]));
+    assert_eq!(e[2].producer, 0);
+    assert_eq!(e[2].consumers, [3]);
 
     assert_eq!(e[3].name, "left/out");
-    assert_eq!((e[3].producer, e[3].consumers.as_slice()), (1, &[3][..]));
+    assert_eq!(e[3].kind, EntryKind::Scalar);
+    assert_eq!(e[3].element, "uint8");
+    assert_eq!(e[3].producer, 1);
+    assert_eq!(e[3].consumers, [3]);
     assert_eq!(e[4].name, "right/out");
-    assert_eq!((e[4].producer, e[4].consumers.as_slice()), (2, &[3][..]));
+    assert_eq!(e[4].producer, 2);
+    assert_eq!(e[4].consumers, [3]);
 
     // Each operator's share, with the output names as declared.
     let ops = &p.plan.operators;

@@ -193,6 +193,29 @@ fn handoff(c: &mut Criterion) {
         g.bench_function(BenchmarkId::new("baseline_socket", label), |b| {
             b.iter(|| consumer.round_trip(b's', size, Some(&src)))
         });
+        // The consumer learns of each publication by waiting on the
+        // context's publication event and answers by publishing `ack`: no
+        // socket in the loop (one message per batch only).
+        g.bench_function(BenchmarkId::new("fastio_warm_wait", label), |b| {
+            b.iter_custom(|iters| {
+                let mut msg = [0u8; 9];
+                msg[0] = b'W';
+                msg[1..].copy_from_slice(&iters.to_le_bytes());
+                consumer.sock.write_all(&msg).unwrap();
+                let t0 = Instant::now();
+                for _ in 0..iters {
+                    produce(&warm, size);
+                    warm.wait_for("ack", Duration::from_secs(60))
+                        .unwrap()
+                        .free()
+                        .unwrap();
+                }
+                let elapsed = t0.elapsed();
+                let mut ack = [0u8; 1];
+                consumer.sock.read_exact(&mut ack).unwrap();
+                elapsed
+            })
+        });
         for (name, ctx, cmd) in [("fastio_warm", &warm, b'w'), ("fastio_cold", &cold, b'c')] {
             g.bench_function(BenchmarkId::new(name, label), |b| {
                 b.iter_custom(|iters| {
@@ -223,6 +246,20 @@ fn child(path: &str) {
         }
         let size = u64::from_le_bytes(msg[1..].try_into().unwrap()) as usize;
         let mut sum = 0u64;
+        if msg[0] == b'W' {
+            // `size` is the number of handoffs of this batch.
+            for _ in 0..size {
+                let m = warm.map_wait("handoff", Duration::from_secs(60)).unwrap();
+                sum += m.iter().step_by(PAGE).map(|&b| u64::from(b)).sum::<u64>();
+                let a = m.allocation().try_clone().unwrap();
+                drop(m);
+                a.free().unwrap();
+                warm.create(1).unwrap().publish("ack").unwrap();
+            }
+            black_box(sum);
+            sock.write_all(b"k").unwrap();
+            continue;
+        }
         match msg[0] {
             b's' => {
                 buf.resize(size, 0);

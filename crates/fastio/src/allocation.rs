@@ -162,13 +162,20 @@ impl Allocation {
     /// Publishes this allocation under `name`: the context keeps a
     /// reference to the memory and an immutable copy of the current
     /// metadata. The same allocation may be published under several names.
+    /// Processes waiting for the name ([`Context::wait_for`]) wake up.
+    ///
+    /// [`Context::wait_for`]: crate::Context::wait_for
     pub fn publish(&self, name: &str) -> Result<()> {
         let meta = Meta {
             type_text: self.element.to_string(),
             dims: self.dims.iter().map(|&d| d as u64).collect(),
         };
         self.shared
-            .with_table_retry(|l| l.t.publish(self.id, name, &meta))
+            .with_table_retry(|l| l.t.publish(self.id, name, &meta))?;
+        // Wake processes waiting for a name (`Context::wait_for`); no
+        // system call when nobody waits.
+        self.shared.publications()?.notify();
+        Ok(())
     }
 
     /// Another local reference to the same memory, with a copy of this

@@ -8,7 +8,7 @@ use dtype::{Type, TypeKind};
 use ndobject::{Array, AssignErrorMode};
 
 use shm_core::header::HeaderInfo;
-use shm_core::{Offset, Participant, ReadOnlyView, Segment, SegmentOptions, ShmMutex};
+use shm_core::{Offset, Participant, ReadOnlyView, Segment, SegmentOptions, ShmEvent, ShmMutex};
 
 use crate::allocation::Allocation;
 use crate::error::{Error, Result};
@@ -20,6 +20,10 @@ use crate::table::{ACTIVE, CREATING, DOOMED, FREE, Me, Table};
 
 /// Environment variable that carries a context's handle to operators.
 pub const CONTEXT_ENV: &str = "FASTIO_CONTEXT";
+
+/// Offset of the publication event from the context mutex (which takes 8
+/// bytes; the control words start at 64).
+const PUBLICATION_EVENT: u64 = 8;
 
 /// Name prefix of context segments under `/dev/shm`.
 pub const DEFAULT_PREFIX: &str = "fastio";
@@ -282,6 +286,15 @@ impl Shared {
             }
             other => other,
         }
+    }
+
+    /// The publication event: bumped by every publish, waited on by
+    /// `wait_for`. It sits after the context mutex, before the control
+    /// words.
+    pub(crate) fn publications(&self) -> Result<&ShmEvent> {
+        Ok(self
+            .segment
+            .at(Offset(self.mutex_offset.get() + PUBLICATION_EVENT))?)
     }
 
     /// A bounds-checked pointer to `len` heap bytes at `off`, in the
@@ -561,6 +574,46 @@ impl Context {
             })
         })?;
         Allocation::from_published(self.shared.clone(), id, size, element, dims, false)
+    }
+
+    /// Waits until `name` is published (or `timeout` passes) and gets it:
+    /// a futex wait in the context, woken by every publication, so the
+    /// waiter learns of the name without polling or a message. A
+    /// publisher that dies never blocks the waiter beyond `timeout`.
+    pub fn wait_for(&self, name: &str, timeout: std::time::Duration) -> Result<Allocation> {
+        let deadline = std::time::Instant::now() + timeout;
+        let event = self.shared.publications()?;
+        loop {
+            let seen = event.current();
+            match self.get(name) {
+                Err(Error::UnknownName(_)) => {}
+                other => return other,
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(Error::WaitTimeout(name.to_owned()));
+            }
+            event.wait_while(seen, left);
+        }
+    }
+
+    /// [`wait_for`](Context::wait_for) and [`map`](Context::map): waits
+    /// until `name` is published, then maps it for reading.
+    pub fn map_wait(&self, name: &str, timeout: std::time::Duration) -> Result<MappedPublished> {
+        let deadline = std::time::Instant::now() + timeout;
+        let event = self.shared.publications()?;
+        loop {
+            let seen = event.current();
+            match self.map(name) {
+                Err(Error::UnknownName(_)) => {}
+                other => return other,
+            }
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return Err(Error::WaitTimeout(name.to_owned()));
+            }
+            event.wait_while(seen, left);
+        }
     }
 
     /// `get(name)` and `map()` in one: a read mapping of the allocation

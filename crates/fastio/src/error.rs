@@ -74,6 +74,9 @@ pub enum Error {
     /// Building an `ndobject` array over the mapping failed.
     #[error("array view: {0}")]
     Array(#[from] ndobject::Error),
+    /// `wait_for` gave up: the name was not published in time.
+    #[error("{0:?} was not published before the timeout")]
+    WaitTimeout(String),
     /// The pipeline plan in the context is missing or malformed.
     #[error("pipeline plan: {0}")]
     Plan(String),

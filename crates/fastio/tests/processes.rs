@@ -93,6 +93,13 @@ fn child_entry() {
             assert_eq!(arr.shape(), &[2, 3, 4]);
             assert!((mean - 11.5).abs() < 1e-9, "mean {mean}");
         }
+        // Publishes `late` after a pause.
+        "publish_later" => {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            let mut a = ctx.create(4096).unwrap();
+            a.map_mut().unwrap()[0] = 42;
+            a.publish("late").unwrap();
+        }
         // Writes through the address of a read mapping: must die by SIGSEGV.
         "write_input" => {
             let a = ctx.get("x").unwrap();
@@ -330,4 +337,26 @@ fn map_as_ndobject_in_another_process() {
     }
     a.publish("vol").unwrap();
     assert!(spawn(ENTRY, &ctx, "mean", &[]).success());
+}
+
+#[test]
+fn waiting_for_a_name_wakes_on_its_publication() {
+    use std::time::{Duration, Instant};
+    let ctx = context(1 << 20);
+    let t0 = Instant::now();
+    assert!(matches!(
+        ctx.wait_for("late", Duration::from_millis(50)),
+        Err(Error::WaitTimeout(_))
+    ));
+    assert!(t0.elapsed() >= Duration::from_millis(50));
+    let mut child = spawn(ENTRY, &ctx, "publish_later", &[]);
+    let t0 = Instant::now();
+    let m = ctx.map_wait("late", Duration::from_secs(30)).unwrap();
+    let waited = t0.elapsed();
+    assert_eq!(m[0], 42);
+    assert!(waited < Duration::from_secs(10), "{waited:?}");
+    drop(m);
+    assert!(child.success());
+    // Already published: no wait at all.
+    assert_eq!(ctx.wait_for("late", Duration::ZERO).unwrap().size(), 4096);
 }

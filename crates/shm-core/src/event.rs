@@ -8,10 +8,18 @@ use crate::sys;
 /// A notification word in shared memory: `notify` bumps a sequence number
 /// and wakes sleepers; `wait_while` sleeps until the sequence differs from
 /// the one the caller saw. Useful for "data ready" hand-offs.
+///
+/// A second word counts sleepers, so `notify` makes a system call only
+/// when someone waits: a waiter counts itself before it re-checks the
+/// sequence, a notifier bumps the sequence before it checks the count,
+/// both with sequentially consistent atomics, so at least one of them sees
+/// the other (a wake-up is never lost). A waiter that dies while counted
+/// only costs later notifiers a useless `FUTEX_WAKE`.
 #[repr(C)]
 #[derive(Debug, Default)]
 pub struct ShmEvent {
     seq: AtomicU32,
+    waiters: AtomicU32,
 }
 
 impl ShmEvent {
@@ -20,10 +28,13 @@ impl ShmEvent {
         self.seq.load(Ordering::Acquire)
     }
 
-    /// Bumps the sequence and wakes every waiter (one `FUTEX_WAKE`).
+    /// Bumps the sequence and wakes every waiter (one `FUTEX_WAKE`, only
+    /// when someone waits).
     pub fn notify(&self) -> u32 {
-        let s = self.seq.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
-        sys::futex_wake(&self.seq, u32::MAX);
+        let s = self.seq.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
+        if self.waiters.load(Ordering::SeqCst) != 0 {
+            sys::futex_wake(&self.seq, u32::MAX);
+        }
         s
     }
 
@@ -31,18 +42,22 @@ impl ShmEvent {
     /// Returns the new sequence, or `None` on timeout.
     pub fn wait_while(&self, seen: u32, timeout: Duration) -> Option<u32> {
         let deadline = Instant::now().checked_add(timeout);
-        loop {
-            let cur = self.seq.load(Ordering::Acquire);
+        self.waiters.fetch_add(1, Ordering::SeqCst);
+        let result = loop {
+            let cur = self.seq.load(Ordering::SeqCst);
             if cur != seen {
-                return Some(cur);
+                break Some(cur);
             }
             let left = match deadline {
-                Some(d) => d
-                    .checked_duration_since(Instant::now())
-                    .filter(|l| !l.is_zero())?,
+                Some(d) => match d.checked_duration_since(Instant::now()) {
+                    Some(l) if !l.is_zero() => l,
+                    _ => break None,
+                },
                 None => Duration::from_secs(1),
             };
             sys::futex_wait(&self.seq, seen, left);
-        }
+        };
+        self.waiters.fetch_sub(1, Ordering::SeqCst);
+        result
     }
 }
