@@ -349,6 +349,10 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     }
     match &report.failure {
         None => Ok(()),
+        Some(_) if report.interrupted => Err(Failure {
+            message: "interrupted: every operator was stopped".into(),
+            code: 130,
+        }),
         Some((op, what)) => {
             let tail = report
                 .operators

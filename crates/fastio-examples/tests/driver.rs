@@ -379,3 +379,38 @@ fn the_volume_demo_runs_and_writes_its_png_and_statistics() {
     let _ = std::fs::remove_dir_all(out);
     let _ = std::fs::remove_dir_all(work);
 }
+
+#[test]
+fn the_seed_001_pipeline_runs_with_small_operators() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../fastio-pipeline/tests/data/seed001_pair.yaml");
+    let text = std::fs::read_to_string(path).unwrap();
+    // The seed's operators get commands: the producer allocates its
+    // dynamic output [3, 2, 2, 2] of 1.0, the consumer reads it.
+    let yaml = text
+        .replace(
+            "    image: my-docker-image-out\n    tag: my-tag\n",
+            &format!(
+                "    image: my-docker-image-out\n    tag: my-tag\n    command: [{TESTOP}, fill, dicom-data-in-shared-memory, '1']\n    variables: {{FILL_SHAPE: '3,2,2,2'}}\n"
+            ),
+        )
+        .replace(
+            "    image: my-docker-image-in\n    tag: my-tag\n",
+            &format!(
+                "    image: my-docker-image-in\n    tag: my-tag\n    command: [{TESTOP}, read, dicom-data-in-shared-memory]\n"
+            ),
+        );
+    let input = std::env::temp_dir().join(format!("fastio-seed-input-{}", std::process::id()));
+    std::fs::create_dir_all(&input).unwrap();
+    let opts = RunOptions {
+        input: Some(input.clone()),
+        ..RunOptions::default()
+    };
+    let (report, lines) = run(&yaml, opts);
+    assert!(report.succeeded(), "{report:?} {lines:?}");
+    assert!(
+        lines.contains(&"[operator-dynamic-in] read sum 24".to_owned()),
+        "{lines:?}"
+    );
+    let _ = std::fs::remove_dir_all(input);
+}

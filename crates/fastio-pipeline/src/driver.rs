@@ -281,7 +281,10 @@ impl LocalDriver {
             .env(OPERATOR_ENV, &def.name)
             .env(OUTPUT_ENV, &dirs.output);
         if let Some(input) = &self.opts.input {
-            cmd.env(PAYLOAD_ENV, input);
+            cmd.env(
+                PAYLOAD_ENV,
+                std::path::absolute(input).unwrap_or_else(|_| input.clone()),
+            );
         }
         for (k, v) in &self.opts.env {
             cmd.env(k, v);
@@ -670,8 +673,10 @@ struct Dirs {
 
 impl Dirs {
     fn make(p: &Pipeline, output: Option<&Path>) -> Result<Dirs, DriverError> {
+        // Operators run in the definition's directory: give them absolute
+        // paths.
         let output = match output {
-            Some(o) => o.to_owned(),
+            Some(o) => std::path::absolute(o).map_err(io_err(o))?,
             None => std::env::temp_dir().join(format!("fastio-run-{}", std::process::id())),
         };
         std::fs::create_dir_all(&output).map_err(io_err(&output))?;

@@ -115,6 +115,15 @@ fn placeholders(text: &str) -> Vec<Placeholder> {
     while let Some(k) = text[from..].find("${{") {
         let start = from + k;
         let Some(close) = text[start..].find("}}") else {
+            // An unclosed `${{`: reported as a placeholder without a name.
+            let before = &text[..start];
+            out.push(Placeholder {
+                start,
+                end: text.len(),
+                name: String::new(),
+                line: before.matches('\n').count() as u64 + 1,
+                column: before.rsplit('\n').next().map_or(0, |l| l.chars().count()) as u64 + 1,
+            });
             break;
         };
         let end = start + close + 2;
@@ -228,10 +237,14 @@ pub(crate) fn load(text: &str, params: &[(String, String)], report: &mut Report)
                 line: h.line,
                 column: h.column,
                 path: String::new(),
-                message: format!(
-                    "placeholder ${{{{ {} }}}} has no value: no such parameter",
-                    h.name
-                ),
+                message: if h.name.is_empty() {
+                    "`${{` without a closing `}}`, or without a parameter name".to_owned()
+                } else {
+                    format!(
+                        "placeholder ${{{{ {} }}}} has no value: no such parameter",
+                        h.name
+                    )
+                },
             }),
         }
     }
@@ -262,6 +275,15 @@ pub(crate) fn load(text: &str, params: &[(String, String)], report: &mut Report)
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unclosed_placeholder_is_an_error() {
+        let mut r = Report::new("f.yaml");
+        assert!(load("a: ${{ x\n", &[], &mut r).is_none());
+        assert_eq!(r.items.len(), 1);
+        assert_eq!((r.items[0].line, r.items[0].column), (1, 4));
+        assert!(r.items[0].message.contains("without a closing"));
+    }
 
     #[test]
     fn placeholders_are_found_with_positions() {

@@ -7,44 +7,17 @@
 //! ignores them (a warning).
 
 use std::collections::BTreeMap;
-use std::fmt;
 
-use serde::de::{self, IgnoredAny, Visitor};
-use serde::{Deserialize, Deserializer};
+use serde::Deserialize;
+use serde::de::IgnoredAny;
 use serde_saphyr::Spanned;
 
-/// A scalar read as text: a string, or a number or boolean as written
-/// (`tag: 1.2` and `tag: "1.2"` are the same tag).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A scalar read as text exactly as written: `tag: 1.10` is the tag
+/// "1.10", `command: [run, on, 010]` passes `on` and `010` (a string target
+/// keeps a plain scalar's text; no number or boolean is made of it).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
 pub struct Text(pub String);
-
-impl<'de> Deserialize<'de> for Text {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Text, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = Text;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a string or a number")
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text, E> {
-                Ok(Text(v.to_owned()))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Text, E> {
-                Ok(Text(v.to_string()))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Text, E> {
-                Ok(Text(v.to_string()))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Text, E> {
-                Ok(Text(v.to_string()))
-            }
-            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Text, E> {
-                Ok(Text(v.to_string()))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
 
 /// The top level of a pipeline definition.
 #[derive(Debug, Deserialize)]

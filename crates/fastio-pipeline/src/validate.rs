@@ -601,11 +601,22 @@ fn schedule(doc: &PipelineDoc, ops: &[OperatorDef], r: &mut Report) -> Vec<Vec<u
         waves.push(std::mem::replace(&mut ready, next));
     }
     if done < n {
+        // What is left waits on a cycle; of that, drop what only sits
+        // downstream of one (nothing left depends on it), so that the
+        // message names the operators on the cycle.
+        let mut left: Vec<bool> = (0..n).map(|i| indegree[i] > 0).collect();
+        loop {
+            let sink = (0..n).find(|&i| left[i] && !users[i].iter().any(|&u| left[u]));
+            match sink {
+                Some(i) => left[i] = false,
+                None => break,
+            }
+        }
         let on_cycle: Vec<&str> = (0..n)
-            .filter(|&i| indegree[i] > 0)
+            .filter(|&i| left[i])
             .map(|i| ops[i].name.as_str())
             .collect();
-        let first = (0..n).find(|&i| indegree[i] > 0).unwrap_or(0);
+        let first = (0..n).find(|&i| left[i]).unwrap_or(0);
         r.error(
             doc.operators[first].name.referenced,
             &format!("operators[{first}]"),
@@ -672,6 +683,27 @@ fn plan(pipeline: &str, ops: &[OperatorDef]) -> Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cycle_error_names_only_the_operators_on_it() {
+        let yaml = "\
+api-version: 0.5.0
+name: c
+operators:
+- name: a
+  input: [{from: b, name: o, type: u8}]
+  output: [{name: o, type: u8}]
+- name: b
+  input: [{from: a, name: o, type: u8}]
+  output: [{name: o, type: u8}]
+- name: c
+  input: [{from: a, name: o, type: u8}]
+";
+        let errors = crate::Definition::parse("c.yaml", yaml, &[]).unwrap_err();
+        let e = errors.iter().find(|d| d.message.contains("cycle")).unwrap();
+        assert!(e.message.ends_with("cycle: a, b"), "{}", e.message);
+        assert_eq!(e.line, 4);
+    }
 
     #[test]
     fn versions_and_names() {

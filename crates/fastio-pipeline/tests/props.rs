@@ -267,9 +267,10 @@ proptest! {
                     e.is_static(),
                     kind != EntryKind::String && shape.iter().all(Option::is_some)
                 );
-                prop_assert!(p.plan.operators[i].outputs.contains(&(format!("out{k}"), next)));
+                let name = format!("out{}", k);
+                prop_assert!(p.plan.operators[i].outputs.contains(&(name.clone(), next)));
                 for &c in &want {
-                    prop_assert!(p.plan.operators[c].inputs.contains(&(format!("out{k}"), next)));
+                    prop_assert!(p.plan.operators[c].inputs.contains(&(name.clone(), next)));
                 }
                 next += 1;
             }

@@ -1186,7 +1186,6 @@ fn container_tag_command_and_variables() {
 /// `deserialize_any`, so `1.10` becomes the float 1.1 (and `on` becomes
 /// `true`, `0x10` becomes 16).
 #[test]
-#[ignore = "known bug: model::Text reads plain scalars through deserialize_any, losing how numbers were written"]
 fn tags_and_commands_are_read_as_written() {
     let text = edit(
         BASE,
