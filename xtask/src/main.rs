@@ -6,6 +6,7 @@
 mod bench;
 mod blaze;
 mod fuzz;
+mod headers;
 mod interop;
 mod miri;
 mod numpy_diff;
@@ -26,6 +27,7 @@ commands:
   bench [params] [FILTER]    run the benchmarks (or only params-io's, beside TVM's loader) and report ratios
   blaze                      check our canonical datashapes against Blaze's datashape package
   interop                    exchange params files with Apache TVM (PyPI) in both directions
+  headers                    regenerate fastio-capi's C headers (cbindgen)
   numpy [--cases N] [--seed S] ndobject's views, casts and string transcodes against numpy (default 3000 cases)";
 
 fn main() -> ExitCode {
@@ -38,6 +40,7 @@ fn main() -> ExitCode {
         Some("bench") => bench::run(&args[1..]),
         Some("blaze") => blaze::run(),
         Some("interop") => interop::run(),
+        Some("headers") => headers::write(),
         Some("numpy") => numpy_diff::parse_args(&args[1..])
             .and_then(|(cases, seed)| numpy_diff::run(cases, seed)),
         Some("-h" | "--help" | "help") => {
@@ -77,6 +80,7 @@ fn ci() -> Result<(), String> {
         ]),
     )
     .run()?;
+    headers::check()?;
     let test_log = Step::new("test", cargo(["test", "--workspace", "--all-features"])).run()?;
     let (passed, failed) = step::count_tests(&test_log);
     shm_leak_check()?;

@@ -675,11 +675,20 @@ impl Dirs {
     fn make(p: &Pipeline, output: Option<&Path>) -> Result<Dirs, DriverError> {
         // Operators run in the definition's directory: give them absolute
         // paths.
+        let has_streams = p
+            .operators
+            .iter()
+            .flat_map(|op| &op.outputs)
+            .any(|o| matches!(o.ty, IoType::Stream { .. }));
+        let given = output.is_some();
         let output = match output {
             Some(o) => std::path::absolute(o).map_err(io_err(o))?,
             None => std::env::temp_dir().join(format!("fastio-run-{}", std::process::id())),
         };
-        std::fs::create_dir_all(&output).map_err(io_err(&output))?;
+        // A temporary directory only when something will be written there.
+        if has_streams || given {
+            std::fs::create_dir_all(&output).map_err(io_err(&output))?;
+        }
         let mut streams = Vec::new();
         for op in &p.operators {
             for out in &op.outputs {

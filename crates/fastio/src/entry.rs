@@ -366,6 +366,13 @@ impl Operator {
         &self.name
     }
 
+    /// The context, the inputs and the outputs (with their local names),
+    /// for a caller that keeps the entries apart (a binding).
+    #[allow(clippy::type_complexity)]
+    pub fn into_parts(self) -> (Context, Vec<(String, Entry)>, Vec<(String, Entry)>) {
+        (self.ctx, self.inputs, self.outputs)
+    }
+
     /// The job's context.
     pub fn context(&self) -> &Context {
         &self.ctx

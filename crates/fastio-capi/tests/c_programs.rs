@@ -1,0 +1,130 @@
+//! C programs against the generated headers, compiled with the system C
+//! compiler and linked with this crate's static library, run under
+//! valgrind (errors and definite leaks fail the run): contexts and
+//! allocations with every error path, and two Clara-style C operators in a
+//! pipeline run by the local driver.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use fastio_pipeline::{Definition, LocalDriver, RunOptions};
+
+fn crate_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// This crate's static library, built beside the test binary.
+fn staticlib() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    [deps.to_path_buf(), deps.parent().unwrap().to_path_buf()]
+        .into_iter()
+        .map(|d| d.join("libfastio_capi.a"))
+        .find(|p| p.exists())
+        .expect("libfastio_capi.a next to the test binary")
+}
+
+/// Compiles `tests/c/<name>.c` into the test's temporary directory.
+fn compile(name: &str) -> PathBuf {
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let st = Command::new("cc")
+        .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g"])
+        .arg("-I")
+        .arg(crate_dir().join("include"))
+        .arg("-I")
+        .arg(crate_dir().join("tests/c"))
+        .arg(crate_dir().join(format!("tests/c/{name}.c")))
+        .arg(staticlib())
+        .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lutil", "-o"])
+        .arg(&out)
+        .status()
+        .expect("run cc");
+    assert!(st.success(), "cc failed for {name}.c");
+    out
+}
+
+const VALGRIND: [&str; 5] = [
+    "valgrind",
+    "--quiet",
+    "--error-exitcode=99",
+    "--leak-check=full",
+    "--errors-for-leak-kinds=definite",
+];
+
+fn valgrind_present() -> bool {
+    let ok = Command::new("valgrind")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok || std::env::var_os("CI").is_none(),
+        "valgrind is required in CI (bash .ci/run installs it)"
+    );
+    ok
+}
+
+#[test]
+fn contexts_and_allocations_from_c_under_valgrind() {
+    let exe = compile("contexts");
+    let mut cmd = if valgrind_present() {
+        let mut c = Command::new(VALGRIND[0]);
+        c.args(&VALGRIND[1..]).arg(&exe);
+        c
+    } else {
+        Command::new(&exe)
+    };
+    let out = cmd.env("FASTIO_TEST", "1").output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}\n{stderr}", out.status);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "contexts: ok\n");
+}
+
+fn command(exe: &Path) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if valgrind_present() {
+        parts.extend(VALGRIND.iter().map(|s| s.to_string()));
+    }
+    parts.push(exe.display().to_string());
+    format!("[{}]", parts.join(", "))
+}
+
+#[test]
+fn clara_style_c_operators_in_a_pipeline() {
+    let producer = compile("producer");
+    let consumer = compile("consumer");
+    let yaml = format!(
+        "api-version: 0.5.0
+name: c-operators
+operators:
+- name: c-producer
+  container: {{image: c, command: {}}}
+  output:
+  - {{name: v, type: array, element-type: float32, shape: [2, -1]}}
+- name: c-consumer
+  container: {{image: c, command: {}}}
+  input:
+  - {{from: c-producer, name: v, type: array, element-type: float32, shape: [2, -1]}}
+",
+        command(&producer),
+        command(&consumer)
+    );
+    let def = Definition::parse("c.yaml", &yaml, &[]).unwrap();
+    let lines = std::sync::Mutex::new(Vec::new());
+    let report = LocalDriver::new(def.pipeline, RunOptions::default())
+        .run(|p| {
+            if let fastio_pipeline::Progress::Line { operator, text, .. } = p {
+                lines.lock().unwrap().push(format!("[{operator}] {text}"));
+            }
+        })
+        .unwrap();
+    let lines = lines.into_inner().unwrap();
+    assert!(report.succeeded(), "{report:?}\n{lines:#?}");
+    assert!(
+        lines.contains(&"[c-producer] produced".to_owned()),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&"[c-consumer] consumed sum 7.5".to_owned()),
+        "{lines:?}"
+    );
+}
