@@ -10,6 +10,7 @@ mod headers;
 mod interop;
 mod miri;
 mod numpy_diff;
+mod python;
 mod step;
 mod venv;
 
@@ -28,6 +29,7 @@ commands:
   blaze                      check our canonical datashapes against Blaze's datashape package
   interop                    exchange params files with Apache TVM (PyPI) in both directions
   headers                    regenerate fastio-capi's C headers (cbindgen)
+  python                     build the Python package (maturin), install the wheel in a venv, run pytest
   numpy [--cases N] [--seed S] ndobject's views, casts and string transcodes against numpy (default 3000 cases)";
 
 fn main() -> ExitCode {
@@ -41,6 +43,7 @@ fn main() -> ExitCode {
         Some("blaze") => blaze::run(),
         Some("interop") => interop::run(),
         Some("headers") => headers::write(),
+        Some("python") => python::run(),
         Some("numpy") => numpy_diff::parse_args(&args[1..])
             .and_then(|(cases, seed)| numpy_diff::run(cases, seed)),
         Some("-h" | "--help" | "help") => {
@@ -100,6 +103,8 @@ fn ci() -> Result<(), String> {
             "xtask",
             "--exclude",
             "fastio-examples",
+            "--exclude",
+            "fastio-python",
             "--allow-dirty",
         ]),
     )
@@ -107,6 +112,7 @@ fn ci() -> Result<(), String> {
     blaze::run()?;
     interop::run()?;
     numpy_diff::run(numpy_diff::DEFAULT_CASES, numpy_diff::DEFAULT_SEED)?;
+    python::run()?;
     Step::new(
         "loom",
         cargo([

@@ -1,0 +1,305 @@
+"""fastio: typed N-dimensional data between processes, zero copies.
+
+Clara's Python APIs under their names:
+
+* ``FastIOContext`` / ``FastIOAllocation`` (seed 002): ``create``, ``get``,
+  ``publish``, ``release``, ``free``, ``map``/``unmap``,
+  ``set_type_and_dimensions``, ``map_as_numpy_array``, ``size``,
+  ``element_type``, ``dimensions``;
+* pipeline entries (seed 000), reached through ``Operator.from_env()``:
+  ``name``, ``is_preallocated``, ``is_allocated``, ``access``, ``shape``,
+  ``element_type``, ``dynamic_shape_indices``, ``is_dynamic``,
+  ``update_shape`` (allocates once every dimension is set), ``get_bytes``,
+  ``get_numpy``, ``set_values``, and our zero-copy ``map()``.
+
+An input's array is a numpy view of the shared memory with ``WRITEABLE``
+cleared, over a read-only buffer in the context's ``PROT_READ`` view: numpy
+refuses ``arr.flags.writeable = True`` and a write through a raw pointer
+faults. The array's base keeps the mapping (and the reference) alive, so it
+stays valid after every other fastio object is gone.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from . import _native
+from ._native import (
+    AccessError,
+    Error,
+    MapConflictError,
+    NotAllocatedError,
+    NotFoundError,
+    PoisonedError,
+)
+
+__all__ = [
+    "AccessError",
+    "Entry",
+    "Error",
+    "FastIOAllocation",
+    "FastIOContext",
+    "IOAccess",
+    "MapConflictError",
+    "NotAllocatedError",
+    "NotFoundError",
+    "Operator",
+    "PoisonedError",
+]
+
+
+class IOAccess(enum.Enum):
+    """Access to an entry (Clara's ``IOAccess``)."""
+
+    ReadOnly = 1
+    ReadWrite = 2
+
+
+def _dtype(element_type: str) -> np.dtype:
+    """The numpy dtype of a datashape primitive name."""
+    try:
+        return np.dtype(element_type)
+    except TypeError as e:  # pragma: no cover - every Clara primitive maps
+        raise Error(f"no numpy dtype for {element_type!r}") from e
+
+
+def _datashape(element_type) -> str:
+    """A datashape name for a numpy dtype, dtype-like or name."""
+    if isinstance(element_type, str):
+        return element_type
+    dt = np.dtype(element_type)
+    if dt.byteorder == ">":
+        raise Error("big-endian dtypes are not supported here; use native order")
+    return dt.name
+
+
+def _view(buffer: _native.Buffer, element_type: str, shape: Sequence[int]) -> np.ndarray:
+    """A numpy array over ``buffer`` (zero copy; its base keeps it alive)."""
+    arr = np.frombuffer(buffer, dtype=_dtype(element_type))
+    return arr.reshape(tuple(shape))
+
+
+class FastIOAllocation:
+    """A local reference to Fast I/O memory (seed 002)."""
+
+    def __init__(self, native: _native.Allocation):
+        self._a = native
+        self._mapping: _native.Buffer | None = None
+
+    @property
+    def size(self) -> int:
+        """Size in bytes."""
+        return self._a.size
+
+    @property
+    def element_type(self) -> np.dtype:
+        """The element type (default ``uint8``)."""
+        return _dtype(self._a.element_type)
+
+    @property
+    def dimensions(self) -> list[int]:
+        """The dimensions (default ``[size]``)."""
+        return list(self._a.dimensions)
+
+    def set_type_and_dimensions(self, element_type, dimensions: Iterable[int]) -> None:
+        """Describes the memory; ``element size * product(dimensions)`` must
+        equal the size."""
+        self._a.set_type_and_dimensions(_datashape(element_type), [int(d) for d in dimensions])
+
+    def publish(self, name: str) -> None:
+        """Publishes the allocation under ``name``."""
+        self._a.publish(name)
+
+    def map(self, writable: bool = True) -> memoryview:
+        """Maps the memory (read-write and exclusive unless ``writable`` is
+        false) and returns it as a memoryview; ``unmap`` ends it."""
+        if self._mapping is not None:
+            raise MapConflictError("already mapped; unmap first")
+        self._mapping = self._a.map(writable)
+        return memoryview(self._mapping)
+
+    @property
+    def buffer(self):
+        """The mapping as a memoryview, or None when not mapped."""
+        return None if self._mapping is None else memoryview(self._mapping)
+
+    def unmap(self) -> None:
+        """Unmaps; raises while numpy views of the mapping are alive."""
+        if self._mapping is not None:
+            self._mapping.unmap()
+            self._mapping = None
+
+    def map_as_numpy_array(self, writable: bool = True) -> np.ndarray:
+        """A numpy array over the memory itself, of the allocation's type
+        and dimensions (a new mapping that the array keeps alive)."""
+        buf = self._a.map(writable)
+        return _view(buf, self._a.element_type, self._a.dimensions)
+
+    def release(self) -> None:
+        """Drops this reference (mappings and arrays made from it stay
+        valid while they live)."""
+        self._mapping = None
+        self._a.release()
+
+    def free(self) -> None:
+        """Marks the memory for deletion and drops this reference."""
+        self._mapping = None
+        self._a.free()
+
+
+class FastIOContext:
+    """A Fast I/O context (seed 002)."""
+
+    def __init__(self, native: _native.Context):
+        self._c = native
+
+    @classmethod
+    def new(cls, capacity: int = 1 << 30, anonymous: bool = False) -> "FastIOContext":
+        """Creates a context with ``capacity`` bytes for allocations."""
+        return cls(_native.Context.create(capacity, anonymous))
+
+    @classmethod
+    def attach(cls, handle: str) -> "FastIOContext":
+        """Attaches to the context of ``handle``."""
+        return cls(_native.Context.attach(handle))
+
+    @classmethod
+    def from_env(cls) -> "FastIOContext":
+        """Attaches to the context named by ``FASTIO_CONTEXT``."""
+        return cls(_native.Context.from_env())
+
+    @property
+    def handle(self) -> str:
+        """The handle child processes attach with."""
+        return self._c.handle
+
+    def create(self, size: int) -> FastIOAllocation:
+        """A new allocation of ``size`` bytes."""
+        return FastIOAllocation(self._c.create_allocation(size))
+
+    def get(self, name: str) -> FastIOAllocation:
+        """A new reference to the allocation published as ``name``."""
+        return FastIOAllocation(self._c.get(name))
+
+    def wait_for(self, name: str, timeout: float) -> FastIOAllocation:
+        """Waits up to ``timeout`` seconds for ``name``, then gets it."""
+        return FastIOAllocation(self._c.wait_for(name, timeout))
+
+    def publish(self, allocation: FastIOAllocation, name: str) -> None:
+        """``allocation.publish(name)``."""
+        allocation.publish(name)
+
+    def release(self, allocation: FastIOAllocation) -> None:
+        """``allocation.release()``."""
+        allocation.release()
+
+    def free(self, allocation: FastIOAllocation) -> None:
+        """``allocation.free()``."""
+        allocation.free()
+
+    def names(self) -> list[str]:
+        """The published names."""
+        return list(self._c.names())
+
+
+class Entry:
+    """A pipeline entry of the running operator (seed 000)."""
+
+    def __init__(self, native: _native.Entry):
+        self._e = native
+
+    name = property(lambda self: self._e.name, doc="``<operator>/<output>``.")
+    is_preallocated = property(lambda self: self._e.is_preallocated)
+    is_allocated = property(lambda self: self._e.is_allocated)
+    is_dynamic = property(lambda self: self._e.is_dynamic)
+    dynamic_shape_indices = property(lambda self: tuple(self._e.dynamic_shape_indices))
+
+    @property
+    def access(self) -> IOAccess:
+        """``IOAccess.ReadWrite`` for outputs, ``ReadOnly`` for inputs."""
+        return IOAccess.ReadWrite if self._e.writable else IOAccess.ReadOnly
+
+    @property
+    def shape(self) -> tuple:
+        """The current shape (-1 in a dynamic dimension not set yet)."""
+        dyn = set(self._e.dynamic_shape_indices)
+        return tuple(-1 if (d == 0 and i in dyn) else d for i, d in enumerate(self._e.shape))
+
+    @property
+    def element_type(self) -> np.dtype:
+        """The element type as a numpy dtype."""
+        return _dtype(self._e.element_type)
+
+    def update_shape(self, dimensions: Sequence[int], new_values: Sequence[int]) -> tuple:
+        """Sets dynamic dimensions (others are ignored, as in Clara) and
+        allocates once every dimension is set; returns the new shape."""
+        self._e.update_shape([int(d) for d in dimensions], [int(v) for v in new_values])
+        if all(d > 0 for d in self._e.shape) and not self._e.is_allocated:
+            self._e.allocate()
+        return self.shape
+
+    def map(self) -> np.ndarray:
+        """Zero copy: a numpy view of the shared memory (read-only for
+        inputs); it keeps the mapping alive."""
+        buf = self._e.map()
+        return _view(buf, self._e.element_type, self._e.shape)
+
+    def get_bytes(self) -> bytes:
+        """A read-only copy of the bytes."""
+        return bytes(memoryview(self._e.map()))
+
+    def get_numpy(self) -> np.ndarray:
+        """A copy as a numpy array (changes do not reach shared memory)."""
+        arr = self.map().copy()
+        arr.flags.writeable = False
+        return arr
+
+    def set_values(self, new_values) -> None:
+        """Writes an output: an ndarray is converted to the entry's element
+        type first; any other buffer is copied as is."""
+        if self.access is not IOAccess.ReadWrite:
+            raise AccessError(f"{self.name} is an input: read-only")
+        target = self.map()
+        if isinstance(new_values, np.ndarray):
+            target[...] = new_values.astype(target.dtype, copy=False).reshape(target.shape)
+        else:
+            raw = memoryview(new_values).cast("B")
+            flat = target.reshape(-1).view(np.uint8)
+            if len(raw) != flat.nbytes:
+                raise Error(f"{len(raw)} bytes for an entry of {flat.nbytes}")
+            flat[...] = np.frombuffer(raw, dtype=np.uint8)
+
+
+class Operator:
+    """The operator this process runs as, with its entries."""
+
+    def __init__(self, native: _native.Operator):
+        self._o = native
+
+    @classmethod
+    def from_env(cls) -> "Operator":
+        """Attaches as the operator named in ``FASTIO_OPERATOR``."""
+        return cls(_native.Operator.from_env())
+
+    name = property(lambda self: self._o.name)
+
+    @property
+    def context(self) -> FastIOContext:
+        return FastIOContext(self._o.context)
+
+    @property
+    def inputs(self) -> list[Entry]:
+        return [Entry(e) for e in self._o.inputs]
+
+    @property
+    def outputs(self) -> list[Entry]:
+        return [Entry(e) for e in self._o.outputs]
+
+    def input(self, name: str) -> Entry:
+        return Entry(self._o.input(name))
+
+    def output(self, name: str) -> Entry:
+        return Entry(self._o.output(name))

@@ -1,0 +1,65 @@
+//! `cargo xtask python`: builds the `fastio` Python package (crate
+//! `fastio-python`) into a wheel with maturin, installs that wheel into a
+//! fresh virtual environment (`target/venv-python`), and runs its pytest
+//! suite there. The suite's pipeline test runs the `fastio` and
+//! `fio-testop` binaries, built here first.
+
+use std::process::Command;
+
+use crate::root;
+use crate::step::{Step, cargo};
+
+/// The build and test tools, pinned.
+const PACKAGES: [&str; 3] = ["maturin==1.16.0", "numpy==2.4.6", "pytest==9.2.0"];
+
+pub(crate) fn run() -> Result<(), String> {
+    let python = crate::venv::python("venv-python", &PACKAGES, "python")?;
+    let venv = root().join("target").join("venv-python");
+    Step::new(
+        "python binaries",
+        cargo(["build", "-p", "fastio-cli", "-p", "fastio-examples"]),
+    )
+    .run()?;
+    let wheels = root().join("target").join("wheels");
+    let _ = std::fs::remove_dir_all(&wheels);
+    let mut build = Command::new(venv.join("bin").join("maturin"));
+    build
+        .args(["build", "--release", "--quiet", "--out"])
+        .arg(&wheels)
+        .current_dir(root().join("crates").join("fastio-python"));
+    Step::new("python wheel", build).run()?;
+    let wheel = std::fs::read_dir(&wheels)
+        .map_err(|e| format!("read {}: {e}", wheels.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .ok_or("maturin built no wheel")?;
+    let mut install = Command::new(&python);
+    install
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--force-reinstall",
+            "--no-deps",
+        ])
+        .arg(&wheel);
+    Step::new("python install wheel", install).run()?;
+    let debug = root().join("target").join("debug");
+    let mut pytest = Command::new(&python);
+    pytest
+        .args(["-m", "pytest", "-q"])
+        .arg(root().join("crates").join("fastio-python").join("tests"))
+        .env("FASTIO_CLI", debug.join("fastio"))
+        .env("FASTIO_TESTOP", debug.join("fio-testop"))
+        .current_dir(root());
+    let log = Step::new("python pytest", pytest).run()?;
+    if !log.lines().any(|l| l.contains(" passed"))
+        || log.contains(" failed")
+        || log.contains(" skipped")
+    {
+        return Err(format!("pytest did not pass every test:\n{log}"));
+    }
+    Ok(())
+}
