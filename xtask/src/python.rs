@@ -9,15 +9,29 @@ use std::process::Command;
 use crate::root;
 use crate::step::{Step, cargo};
 
-/// The build and test tools, pinned.
-const PACKAGES: [&str; 3] = ["maturin==1.16.0", "numpy==2.4.6", "pytest==9.2.0"];
+/// The build and test tools, pinned, with Apache TVM (the params tests
+/// compare with its loader and writer; same pins as `cargo xtask interop`).
+const TOOLS: [&str; 2] = ["maturin==1.16.0", "pytest==9.2.0"];
 
 pub(crate) fn run() -> Result<(), String> {
-    let python = crate::venv::python("venv-python", &PACKAGES, "python")?;
+    let packages: Vec<&str> = TOOLS
+        .iter()
+        .chain(&crate::interop::PACKAGES)
+        .copied()
+        .collect();
+    let python = crate::venv::python("venv-python", &packages, "python")?;
     let venv = root().join("target").join("venv-python");
     Step::new(
         "python binaries",
-        cargo(["build", "-p", "fastio-cli", "-p", "fastio-examples"]),
+        cargo([
+            "build",
+            "-p",
+            "fastio-cli",
+            "-p",
+            "fastio-examples",
+            "-p",
+            "fastio-capi",
+        ]),
     )
     .run()?;
     let wheels = root().join("target").join("wheels");
@@ -53,6 +67,8 @@ pub(crate) fn run() -> Result<(), String> {
         .arg(root().join("crates").join("fastio-python").join("tests"))
         .env("FASTIO_CLI", debug.join("fastio"))
         .env("FASTIO_TESTOP", debug.join("fio-testop"))
+        .env("FASTIO_CAPI_LIB", debug.join("libfastio_capi.a"))
+        .env("FASTIO_CAPI_DIR", root().join("crates").join("fastio-capi"))
         .current_dir(root());
     let log = Step::new("python pytest", pytest).run()?;
     if !log.lines().any(|l| l.contains(" passed"))

@@ -140,10 +140,24 @@ print("doubled", data.size, "values")
 """
 
 
-def test_python_operator_between_rust_operators(tmp_path):
+def compile_c_operator(tmp_path):
+    """Compiles the C operator `summer.c` against the C API."""
+    capi = os.environ["FASTIO_CAPI_DIR"]
+    exe = tmp_path / "summer"
+    subprocess.run(
+        ["cc", "-std=c11", "-Wall", "-Werror", "-I", f"{capi}/include", "-I", f"{capi}/tests/c",
+         f"{capi}/tests/c/summer.c", os.environ["FASTIO_CAPI_LIB"],
+         "-lpthread", "-ldl", "-lm", "-lrt", "-lutil", "-o", str(exe)],
+        check=True,
+    )
+    return exe
+
+
+def test_rust_python_and_c_operators_in_one_pipeline(tmp_path):
     cli, testop = os.environ.get("FASTIO_CLI"), os.environ.get("FASTIO_TESTOP")
-    if not (cli and testop):
-        pytest.skip("FASTIO_CLI/FASTIO_TESTOP not set (run through cargo xtask python)")
+    if not (cli and testop and os.environ.get("FASTIO_CAPI_LIB")):
+        pytest.skip("binaries not given (run through cargo xtask python)")
+    c_op = compile_c_operator(tmp_path)
     (tmp_path / "double.py").write_text(PYTHON_OPERATOR)
     yaml = f"""
 api-version: 0.5.0
@@ -160,6 +174,9 @@ operators:
   container: {{image: rust, command: [{testop}, sum, s, w]}}
   input: [{{from: double, name: w, type: array, element-type: float32, shape: [-1]}}]
   output: [{{name: s, type: float64}}]
+- name: c-total
+  container: {{image: c, command: [{c_op}]}}
+  input: [{{from: double, name: w, type: array, element-type: float32, shape: [-1]}}]
 """
     (tmp_path / "p.yaml").write_text(yaml)
     p = subprocess.run(
@@ -171,5 +188,67 @@ operators:
     assert p.returncode == 0, (p.stdout, p.stderr)
     assert "[double] doubled 8 values" in p.stdout
     assert "[total] sum 24" in p.stdout
+    assert "[c-total] c sum 24" in p.stdout
     report = json.loads(p.stdout.strip().splitlines()[-1])
     assert report["succeeded"]
+
+
+def test_params_save_is_byte_identical_to_tvm_and_load_is_zero_copy(tmp_path):
+    import tvm  # installed by `cargo xtask python`
+
+    arrays = {
+        "dense/w": np.arange(12, dtype=np.float32).reshape(3, 4) * 0.25,
+        "bias": np.array([1, -2, 3], dtype=np.int8),
+        "scale": np.array(2.5, dtype=np.float64),
+        "名前": np.zeros((2, 0), dtype=np.int32),
+    }
+    ours = tmp_path / "ours.params"
+    size = fastio.params.save(ours, arrays)
+    theirs = bytes(tvm.runtime.save_param_dict(arrays))
+    assert ours.read_bytes() == theirs and size == len(theirs)
+    (tmp_path / "theirs.params").write_bytes(theirs)
+    loaded = fastio.params.load(tmp_path / "theirs.params")
+    assert list(loaded) == list(arrays)
+    for name, value in arrays.items():
+        got = loaded[name]
+        assert got.dtype == value.dtype and got.shape == value.shape
+        assert np.array_equal(got, value)
+        assert not got.flags.writeable
+    # TVM's own loader cannot read an empty tensor it wrote (its reader
+    # treats a 0-byte read as a failure), so it loads a file without one.
+    nonempty = {k: v for k, v in arrays.items() if v.size}
+    fastio.params.save(tmp_path / "nonempty.params", nonempty)
+    back = tvm.runtime.load_param_dict_from_file(str(tmp_path / "nonempty.params"))
+    assert list(back.keys()) == list(nonempty)
+    for name, value in nonempty.items():
+        assert np.array_equal(back[name].numpy(), value)
+
+
+RSS_CHILD = """
+import sys, numpy as np, fastio
+def rss():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+before = rss()
+p = fastio.params.load(sys.argv[1])
+after_load = rss()
+total = sum(int(a.sum(dtype=np.float64)) for a in p.values())
+after_touch = rss()
+print(before, after_load, after_touch, total)
+"""
+
+
+def test_loading_a_large_params_file_maps_it_without_reading_it(tmp_path):
+    path = tmp_path / "big.params"
+    n = 256 << 20  # bytes of data: 256 MiB of float32
+    fastio.params.save(path, {"big": np.ones(n // 4, dtype=np.float32)})
+    p = subprocess.run(
+        [sys.executable, "-c", RSS_CHILD, str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert p.returncode == 0, p.stderr
+    before, after_load, after_touch, total = map(int, p.stdout.split())
+    assert total == n // 4
+    assert after_load - before < 0.05 * n, (before, after_load)
+    assert after_touch - before > 0.9 * n, "touching the pages reads the file"

@@ -26,7 +26,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from . import _native
+from . import _native, dtype, params
 from ._native import (
     AccessError,
     Error,
@@ -48,6 +48,8 @@ __all__ = [
     "NotFoundError",
     "Operator",
     "PoisonedError",
+    "dtype",
+    "params",
 ]
 
 
