@@ -252,3 +252,29 @@ def test_loading_a_large_params_file_maps_it_without_reading_it(tmp_path):
     assert total == n // 4
     assert after_load - before < 0.05 * n, (before, after_load)
     assert after_touch - before > 0.9 * n, "touching the pages reads the file"
+
+
+def capsule_name(capsule):
+    import ctypes
+
+    get = ctypes.pythonapi.PyCapsule_GetName
+    get.restype = ctypes.c_char_p
+    get.argtypes = [ctypes.py_object]
+    return get(capsule).decode()
+
+
+def test_dlpack_exports_inputs_read_only_and_outputs_in_either_form(ctx):
+    a = published(ctx)
+    v = ctx.get("x").map_as_numpy_array(writable=False)
+    assert v.__dlpack_device__() == (1, 0)  # kDLCPU
+    assert capsule_name(v.__dlpack__(max_version=(1, 0))) == "dltensor_versioned"
+    # A consumer that cannot be told "read-only" gets no capsule at all.
+    with pytest.raises(BufferError):
+        v.__dlpack__()
+    other = np.from_dlpack(v)
+    assert np.shares_memory(other, v) and not other.flags.writeable
+    del v, other
+    gc.collect()
+    w = a.map_as_numpy_array()  # an output: writable
+    assert capsule_name(w.__dlpack__()) == "dltensor"
+    assert capsule_name(w.__dlpack__(max_version=(1, 0))) == "dltensor_versioned"
