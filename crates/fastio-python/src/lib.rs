@@ -1,7 +1,7 @@
 //! The `fastio._native` Python extension module; the `fastio` package
 //! (`python/fastio`) wraps it in seed 000's and seed 002's names.
 //!
-//! Zero copy, safely: a mapping is a [`Buffer`] that owns an `ndobject`
+//! Zero copy, safely: a mapping is a `Buffer` that owns an `ndobject`
 //! array over the shared memory (which holds the allocation's reference
 //! and the mapping's registration). numpy arrays are made over it with the
 //! buffer protocol, so the array's base keeps the mapping alive after every
