@@ -242,8 +242,10 @@ print(before, after_load, after_touch, total)
 
 def test_loading_a_large_params_file_maps_it_without_reading_it(tmp_path):
     path = tmp_path / "big.params"
-    n = 256 << 20  # bytes of data: 256 MiB of float32
-    fastio.params.save(path, {"big": np.ones(n // 4, dtype=np.float32)})
+    n = 1 << 30  # bytes of data: 1 GiB of float32
+    big = np.ones(n // 4, dtype=np.float32)
+    fastio.params.save(path, {"big": big})
+    del big
     p = subprocess.run(
         [sys.executable, "-c", RSS_CHILD, str(path)], capture_output=True, text=True, timeout=120
     )
@@ -252,6 +254,7 @@ def test_loading_a_large_params_file_maps_it_without_reading_it(tmp_path):
     assert total == n // 4
     assert after_load - before < 0.05 * n, (before, after_load)
     assert after_touch - before > 0.9 * n, "touching the pages reads the file"
+    path.unlink()
 
 
 def capsule_name(capsule):
