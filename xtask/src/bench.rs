@@ -83,6 +83,64 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
     if groups.keys().any(|g| g.starts_with("ndobject/")) {
         numpy_beside(&groups)?;
     }
+    if groups.contains_key("steady_state") {
+        python_beside(&groups)?;
+    }
+    Ok(())
+}
+
+/// The Python package's side (`crates/fastio-python/bench/bench_python.py`,
+/// in the venv `cargo xtask python` builds): the steady-state get + map per
+/// call beside Rust's from this run, and a 64 MiB handoff between two
+/// Python processes beside `multiprocessing.shared_memory` and pickling.
+fn python_beside(groups: &BTreeMap<String, Vec<Result1>>) -> Result<(), String> {
+    let python = root()
+        .join("target")
+        .join("venv-python")
+        .join("bin")
+        .join("python");
+    let mut probe = std::process::Command::new(&python);
+    probe.args(["-c", "import fastio"]);
+    if !crate::step::succeeds(probe) {
+        println!(
+            "Python comparison skipped: the fastio package is not built (run `cargo xtask python` first)"
+        );
+        return Ok(());
+    }
+    let mut cmd = std::process::Command::new(&python);
+    cmd.arg(root().join("crates/fastio-python/bench/bench_python.py"))
+        .current_dir(root());
+    let log = Step::new("bench python", cmd).run()?;
+    let results = parse_time_read(&log);
+    let get = |name: &str| results.iter().find(|(n, _)| n == name).map(|(_, s)| *s);
+    println!("Python (median of batches after a warm-up) beside Rust (criterion mean), same run:");
+    if let (Some(py), Some(rust)) = (
+        get("python/get_map_numpy"),
+        groups
+            .get("steady_state")
+            .and_then(|rs| rs.iter().find(|r| r.function == "fastio_get_map")),
+    ) {
+        let over = py * 1e9 - rust.mean_ns;
+        let verdict = if over <= 3000.0 { "met" } else { "MISSED" };
+        println!(
+            "  get + map_as_numpy_array + release   python {}  rust {}  python over rust {}  goal <= 3 us: {verdict}",
+            human_time(py * 1e9),
+            human_time(rust.mean_ns),
+            human_time(over)
+        );
+    }
+    if let Some(f) = get("handoff_64MiB/fastio") {
+        for peer in ["handoff_64MiB/shared_memory", "handoff_64MiB/pickle_pipe"] {
+            if let Some(p) = get(peer) {
+                println!(
+                    "  64 MiB handoff between Python processes: fastio {}  {peer} {}  x{:.3}",
+                    human_time(f * 1e9),
+                    human_time(p * 1e9),
+                    f / p
+                );
+            }
+        }
+    }
     Ok(())
 }
 

@@ -2,7 +2,8 @@
 //! `fastio-python`) into a wheel with maturin, installs that wheel into a
 //! fresh virtual environment (`target/venv-python`), and runs its pytest
 //! suite there. The suite's pipeline test runs the `fastio` and
-//! `fio-testop` binaries, built here first.
+//! `fio-testop` binaries, built here first. mypy's `stubtest` then checks
+//! the type stubs (`_native.pyi`) against the installed module.
 
 use std::process::Command;
 
@@ -11,7 +12,7 @@ use crate::step::{Step, cargo};
 
 /// The build and test tools, pinned, with Apache TVM (the params tests
 /// compare with its loader and writer; same pins as `cargo xtask interop`).
-const TOOLS: [&str; 2] = ["maturin==1.16.0", "pytest==9.2.0"];
+const TOOLS: [&str; 3] = ["maturin==1.16.0", "pytest==9.2.0", "mypy==2.4.1"];
 
 pub(crate) fn run() -> Result<(), String> {
     let packages: Vec<&str> = TOOLS
@@ -77,5 +78,11 @@ pub(crate) fn run() -> Result<(), String> {
     {
         return Err(format!("pytest did not pass every test:\n{log}"));
     }
+    // Outside the source tree, so the installed package is the one checked.
+    let mut stubtest = Command::new(&python);
+    stubtest
+        .args(["-m", "mypy.stubtest", "fastio._native"])
+        .current_dir(root().join("target"));
+    Step::new("python stubtest", stubtest).run()?;
     Ok(())
 }

@@ -18,32 +18,32 @@ use pyo3::exceptions::{PyBufferError, PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::{create_exception, ffi};
 
-create_exception!(_native, Error, PyException, "A fastio error.");
+create_exception!(fastio, Error, PyException, "A fastio error.");
 create_exception!(
-    _native,
+    fastio,
     PoisonedError,
     Error,
     "An input whose producer failed."
 );
 create_exception!(
-    _native,
+    fastio,
     NotAllocatedError,
     Error,
     "An input its producer never allocated."
 );
 create_exception!(
-    _native,
+    fastio,
     AccessError,
     Error,
     "An operation the entry's access forbids."
 );
 create_exception!(
-    _native,
+    fastio,
     MapConflictError,
     Error,
     "Mapped elsewhere in a conflicting way."
 );
-create_exception!(_native, NotFoundError, Error, "No such name or entry.");
+create_exception!(fastio, NotFoundError, Error, "No such name or entry.");
 
 fn err(e: fastio::Error) -> PyErr {
     use fastio::Error as E;

@@ -10,6 +10,7 @@ virtual environment and sets FASTIO_CLI and FASTIO_TESTOP to the built
 import gc
 import json
 import os
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -92,8 +93,14 @@ def test_a_writer_excludes_readers_and_errors_are_typed(ctx):
     del w
     gc.collect()
     assert ctx.get("x").map_as_numpy_array(writable=False)[0, 1] == 1.5
-    with pytest.raises(fastio.NotFoundError):
+    with pytest.raises(fastio.NotFoundError) as missing:
         ctx.get("nope")
+    # Errors name their public module and survive pickling (as across
+    # multiprocessing) with type and message intact.
+    assert fastio.NotFoundError.__module__ == "fastio"
+    again = pickle.loads(pickle.dumps(missing.value))
+    assert type(again) is fastio.NotFoundError
+    assert str(again) == str(missing.value) and "nope" in str(again)
     assert issubclass(fastio.PoisonedError, fastio.Error)
     with pytest.raises(fastio.Error):
         ctx.wait_for("nope", 0.01)

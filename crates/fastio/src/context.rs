@@ -517,10 +517,13 @@ impl Context {
         let id = match begun {
             Begun::Warm(id) => id,
             Begun::Cold { id, off, cap } => {
-                let committed = self
-                    .shared
-                    .segment
-                    .commit_range(Offset(self.shared.layout.heap_offset + off), cap);
+                let at = Offset(self.shared.layout.heap_offset + off);
+                let committed = self.shared.segment.commit_range(at, cap);
+                if committed.is_ok() {
+                    // The creator writes the block next: fault it in with
+                    // one call rather than a fault per page (best effort).
+                    let _ = self.shared.segment.populate_range(at, cap);
+                }
                 self.shared.with_table(|l| {
                     let d = l.t.finish_create(id, size, l.me, committed.is_ok())?;
                     l.discards.extend(d);

@@ -182,6 +182,28 @@ fn words_commit_and_discard_ranges() {
 
 #[test]
 #[cfg_attr(miri, ignore = "needs real syscalls")]
+fn populate_faults_a_range_in_without_changing_it() {
+    let seg = Segment::create(&opts().allocate(false)).unwrap();
+    let d = seg.data_offset().get();
+    seg.commit_range(Offset(d), 8192).unwrap();
+    write_bytes(&seg, Offset(d + 100), &[7; 4]).unwrap();
+    seg.populate_range(Offset(d), 8192).unwrap();
+    let mut b = [0u8; 4];
+    read_bytes(&seg, Offset(d + 100), &mut b).unwrap();
+    assert_eq!(b, [7; 4]);
+    assert!(
+        seg.populate_range(Offset(d), 1 << 20).is_err(),
+        "past the end"
+    );
+    let ro = Segment::open_read_only(seg.name().unwrap()).unwrap();
+    assert!(matches!(
+        ro.populate_range(Offset(d), 4096),
+        Err(Error::ReadOnly)
+    ));
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "needs real syscalls")]
 fn lent_out_range_refuses_typed_references_in_every_handle() {
     let seg = Segment::create(&opts()).unwrap();
     let d = seg.data_offset().get();

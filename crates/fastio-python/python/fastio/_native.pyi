@@ -1,0 +1,245 @@
+"""Type stubs for ``fastio._native`` (crates/fastio-python/src/lib.rs).
+
+Every class is a pyo3 class without a constructor and without the
+``subclass`` option: instances come only from the static methods and
+methods below (``Context()`` raises TypeError), and none can be
+subclassed, hence ``@final``.
+"""
+
+import sys
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Literal, Self, final
+
+__all__ = [
+    "params_load",
+    "params_save",
+    "dtype_parse",
+    "Buffer",
+    "Context",
+    "Allocation",
+    "Entry",
+    "Operator",
+    "Error",
+    "PoisonedError",
+    "NotAllocatedError",
+    "AccessError",
+    "MapConflictError",
+    "NotFoundError",
+]
+
+class Error(Exception):
+    """A fastio error."""
+
+class PoisonedError(Error):
+    """An input whose producer failed."""
+
+class NotAllocatedError(Error):
+    """An input its producer never allocated."""
+
+class AccessError(Error):
+    """An operation the entry's access forbids."""
+
+class MapConflictError(Error):
+    """Mapped elsewhere in a conflicting way."""
+
+class NotFoundError(Error):
+    """No such name or entry."""
+
+@final
+class Buffer:
+    """A mapping of shared memory, exposed through the buffer protocol
+    (one-dimensional, format ``"B"``, item size 1)."""
+
+    def __len__(self) -> int:
+        """Bytes mapped."""
+
+    @property
+    def readonly(self) -> bool:
+        """Whether the memory is read-only (an input)."""
+
+    @property
+    def mapped(self) -> bool:
+        """Whether the mapping is still open."""
+
+    def unmap(self) -> None:
+        """Unmaps now; raises BufferError while numpy views (buffer
+        exports) of it exist."""
+
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        _t: type[BaseException] | None,
+        _v: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> Literal[False]:
+        """Unmaps (raises BufferError while views exist); never suppresses
+        the exception."""
+    # PEP 688: the slots behind the buffer protocol (exposed as Python
+    # methods from Python 3.12). A writable request on a read-only buffer,
+    # or any request after ``unmap``, raises BufferError.
+    if sys.version_info >= (3, 12):
+        def __buffer__(self, flags: int, /) -> memoryview: ...
+        def __release_buffer__(self, buffer: memoryview, /) -> None: ...
+
+@final
+class Context:
+    """A Fast I/O context."""
+
+    @staticmethod
+    def create(capacity: int, anonymous: bool = False) -> Context:
+        """Creates a context with ``capacity`` bytes for allocations."""
+
+    @staticmethod
+    def attach(handle: str) -> Context:
+        """Attaches to the context of ``handle`` (a name, or ``fd:<n>``)."""
+
+    @staticmethod
+    def from_env() -> Context:
+        """Attaches to the context named by ``FASTIO_CONTEXT``."""
+
+    @property
+    def handle(self) -> str:
+        """The handle child processes attach with."""
+
+    def create_allocation(self, size: int) -> Allocation:
+        """A new allocation of ``size`` bytes."""
+
+    def get(self, name: str) -> Allocation:
+        """A new reference to the allocation published as ``name``."""
+
+    def wait_for(self, name: str, timeout: float) -> Allocation:
+        """Waits up to ``timeout`` seconds for ``name``, then gets it
+        (releases the GIL while waiting; ValueError for a timeout that is
+        not a finite duration)."""
+
+    def names(self) -> list[str]:
+        """The published names."""
+
+@final
+class Allocation:
+    """A local reference to an allocation. After ``release`` or ``free``
+    every member raises Error (``release`` again is a no-op)."""
+
+    @property
+    def size(self) -> int:
+        """Size in bytes."""
+
+    @property
+    def element_type(self) -> str:
+        """The element type as datashape text."""
+
+    @property
+    def dimensions(self) -> list[int]:
+        """The dimensions."""
+
+    def set_type_and_dimensions(self, element_type: str, dimensions: Sequence[int]) -> None:
+        """Describes the memory as ``dimensions`` of ``element_type``
+        (datashape text such as ``float32``); the byte size must match."""
+
+    def publish(self, name: str) -> None:
+        """Publishes it under ``name``."""
+
+    def map(self, writable: bool = False) -> Buffer:
+        """Maps it: read-only, or writable (exclusive across processes)."""
+
+    def release(self) -> None:
+        """Drops this reference (mappings made from it stay valid while
+        they live)."""
+
+    def free(self) -> None:
+        """Marks the memory for deletion and drops this reference."""
+
+@final
+class Entry:
+    """An entry of the running operator (seed 000's vocabulary)."""
+
+    @property
+    def name(self) -> str:
+        """``<operator>/<output>``."""
+
+    @property
+    def writable(self) -> bool:
+        """True for outputs (read-write), false for inputs (read-only)."""
+
+    @property
+    def shape(self) -> list[int]:
+        """The current shape (0 in a dynamic dimension not set yet)."""
+
+    @property
+    def element_type(self) -> str:
+        """The element type's name."""
+
+    @property
+    def dynamic_shape_indices(self) -> list[int]:
+        """The dynamic dimensions."""
+
+    @property
+    def is_dynamic(self) -> bool:
+        """Whether some dimension is dynamic."""
+
+    @property
+    def is_preallocated(self) -> bool:
+        """Whether the driver allocated it before the operator started."""
+
+    @property
+    def is_allocated(self) -> bool:
+        """Whether an allocation exists."""
+
+    @property
+    def size_bytes(self) -> int:
+        """Bytes the current shape needs."""
+
+    def update_shape(self, dimensions: Sequence[int], new_values: Sequence[int]) -> list[int]:
+        """Sets dynamic dimensions; returns the indices it ignored."""
+
+    def allocate(self) -> None:
+        """Allocates (or reallocates, erasing) the output."""
+
+    def map(self) -> Buffer:
+        """Maps it: an input read-only (``PROT_READ``), an output
+        writable."""
+
+@final
+class Operator:
+    """The operator this process runs as."""
+
+    @staticmethod
+    def from_env() -> Operator:
+        """Attaches as the operator named in ``FASTIO_OPERATOR``."""
+
+    @property
+    def name(self) -> str:
+        """Its name."""
+
+    @property
+    def context(self) -> Context:
+        """The job's context."""
+
+    @property
+    def inputs(self) -> list[Entry]:
+        """The inputs, in definition order."""
+
+    @property
+    def outputs(self) -> list[Entry]:
+        """The outputs, in definition order."""
+
+    def input(self, name: str) -> Entry:
+        """The input named ``name`` (local name or ``<operator>/<output>``);
+        NotFoundError if none."""
+
+    def output(self, name: str) -> Entry:
+        """The output named ``name``; NotFoundError if none."""
+
+def params_load(path: str) -> list[tuple[str, Buffer, str, list[int]]]:
+    """``(name, buffer, element type, shape)`` of every tensor of a params
+    file, in file order: zero copy over one memory map (each buffer
+    read-only)."""
+
+def params_save(path: str, tensors: Sequence[tuple[str, str, Sequence[int], bytes]]) -> int:
+    """Writes ``(name, element type, shape, bytes)`` tensors as a params
+    file (TVM's ``save_param_dict`` layout), atomically; returns its size."""
+
+def dtype_parse(text: str) -> tuple[str, str]:
+    """The canonical datashape text and the numpy dtype string (``"<f4"``)
+    of a datashape type (for scalar types)."""
