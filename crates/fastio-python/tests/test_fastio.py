@@ -143,6 +143,13 @@ assert w.access is fastio.IOAccess.ReadWrite and w.is_dynamic
 assert w.shape == (-1,)
 assert w.update_shape([0], [data.size]) == (data.size,)   # allocates
 w.set_values(data.reshape(-1) * 2)
+z = op.output("z")                  # static: the driver allocated it
+assert z.is_preallocated and z.is_allocated
+try:
+    z.update_shape([0], [8])
+    sys.exit("updated the shape of a pre-allocated entry")
+except fastio.AccessError as e:
+    assert "pre-allocated" in str(e), e
 print("doubled", data.size, "values")
 """
 
@@ -176,7 +183,9 @@ operators:
 - name: double
   container: {{image: python, command: [{sys.executable}, ./double.py]}}
   input: [{{from: make, name: v, type: array, element-type: float32, shape: [2, 4]}}]
-  output: [{{name: w, type: array, element-type: float32, shape: [-1]}}]
+  output:
+  - {{name: w, type: array, element-type: float32, shape: [-1]}}
+  - {{name: z, type: array, element-type: uint8, shape: [4]}}
 - name: total
   container: {{image: rust, command: [{testop}, sum, s, w]}}
   input: [{{from: double, name: w, type: array, element-type: float32, shape: [-1]}}]

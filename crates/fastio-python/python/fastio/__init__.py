@@ -237,7 +237,10 @@ class Entry:
 
     def update_shape(self, dimensions: Sequence[int], new_values: Sequence[int]) -> tuple:
         """Sets dynamic dimensions (others are ignored, as in Clara) and
-        allocates once every dimension is set; returns the new shape."""
+        allocates once every dimension is set; returns the new shape.
+        A pre-allocated entry's shape is fixed (seed 000): AccessError."""
+        if self._e.is_preallocated:
+            raise AccessError(f"{self.name} is pre-allocated: its shape cannot be updated")
         self._e.update_shape([int(d) for d in dimensions], [int(v) for v in new_values])
         if all(d > 0 for d in self._e.shape) and not self._e.is_allocated:
             self._e.allocate()
