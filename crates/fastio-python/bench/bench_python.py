@@ -5,7 +5,8 @@ pickling through a pipe).
 
 Usage: python bench_python.py. Prints `<name> seconds=S min=S max=S
 samples=K` lines, S the median of K samples (each the mean of a batch of
-calls, after one uncounted warm-up call), as numpy_bench.py does.
+calls, after one uncounted warm-up call), timed by numpy_bench.py's
+`timed`.
 
 * `python/get_map_numpy`: `ctx.get(name)` + `map_as_numpy_array(writable=
   False)` + reading one element + deleting the array and releasing the
@@ -32,39 +33,21 @@ still running 10 s after that.
 
 import os
 import pickle
-import statistics
 import subprocess
 import sys
-import time
 from multiprocessing import resource_tracker, shared_memory
 
 import numpy as np
 
 import fastio
 
+# The one batch-timing rule of `cargo xtask bench`'s Python sides.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "ndobject", "compat"))
+from numpy_bench import timed  # noqa: E402
+
 PAGE = 4096
 SIZE = 64 << 20
 TIMEOUT = 60.0
-
-
-def timed(fn, samples=15, min_batch_seconds=0.02):
-    fn()  # warm-up: first-touch page faults, caches
-    batch = 1
-    while True:
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            fn()
-        dt = time.perf_counter() - t0
-        if dt >= min_batch_seconds or batch >= 1 << 16:
-            break
-        batch *= 2
-    results = []
-    for _ in range(samples):
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            fn()
-        results.append((time.perf_counter() - t0) / batch)
-    return statistics.median(results), min(results), max(results), samples
 
 
 def report(name, fn, samples=15):

@@ -584,30 +584,28 @@ impl Context {
     /// waiter learns of the name without polling or a message. A
     /// publisher that dies never blocks the waiter beyond `timeout`.
     pub fn wait_for(&self, name: &str, timeout: std::time::Duration) -> Result<Allocation> {
-        let deadline = std::time::Instant::now() + timeout;
-        let event = self.shared.publications()?;
-        loop {
-            let seen = event.current();
-            match self.get(name) {
-                Err(Error::UnknownName(_)) => {}
-                other => return other,
-            }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                return Err(Error::WaitTimeout(name.to_owned()));
-            }
-            event.wait_while(seen, left);
-        }
+        self.until_published(name, timeout, |n| self.get(n))
     }
 
     /// [`wait_for`](Context::wait_for) and [`map`](Context::map): waits
     /// until `name` is published, then maps it for reading.
     pub fn map_wait(&self, name: &str, timeout: std::time::Duration) -> Result<MappedPublished> {
+        self.until_published(name, timeout, |n| self.map(n))
+    }
+
+    /// Runs `look(name)` until it finds `name`, sleeping on the
+    /// publication event between tries, for at most `timeout`.
+    fn until_published<T>(
+        &self,
+        name: &str,
+        timeout: std::time::Duration,
+        look: impl Fn(&str) -> Result<T>,
+    ) -> Result<T> {
         let deadline = std::time::Instant::now() + timeout;
         let event = self.shared.publications()?;
         loop {
             let seen = event.current();
-            match self.map(name) {
+            match look(name) {
                 Err(Error::UnknownName(_)) => {}
                 other => return other,
             }

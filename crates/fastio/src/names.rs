@@ -131,16 +131,7 @@ impl Table<'_> {
         let (_, len) = self.name_state(j)?;
         let name = String::from_utf8(unpack(self, self.nword(j, nw::NAME), len))
             .map_err(|_| Error::corrupt(format!("name slot {j} is not UTF-8")))?;
-        let target = self.get(self.nword(j, nw::TARGET));
-        let target = AllocId {
-            idx: target as u32,
-            gen_: (target >> 32) as u32,
-        };
-        if target.idx >= self.l.max_allocs {
-            return Err(Error::corrupt(format!(
-                "name {name:?} targets a bad record"
-            )));
-        }
+        let target = self.target(j, &name)?;
         Ok(Published {
             slot: j,
             name,
@@ -300,21 +291,28 @@ impl Table<'_> {
         Ok(out)
     }
 
-    /// Looks `name` up and checks that it names a live allocation.
-    pub(crate) fn resolve(&self, name: &str) -> Result<(AllocId, u32)> {
-        let j = self
-            .find_name(name)?
-            .ok_or_else(|| Error::UnknownName(name.to_owned()))?;
-        let target = self.get(self.nword(j, nw::TARGET));
+    /// The record name slot `j` (holding `name`) points at, checked to be
+    /// inside the table.
+    fn target(&self, j: u32, name: &str) -> Result<AllocId> {
+        let word = self.get(self.nword(j, nw::TARGET));
         let target = AllocId {
-            idx: target as u32,
-            gen_: (target >> 32) as u32,
+            idx: word as u32,
+            gen_: (word >> 32) as u32,
         };
         if target.idx >= self.l.max_allocs {
             return Err(Error::corrupt(format!(
                 "name {name:?} targets a bad record"
             )));
         }
+        Ok(target)
+    }
+
+    /// Looks `name` up and checks that it names a live allocation.
+    pub(crate) fn resolve(&self, name: &str) -> Result<(AllocId, u32)> {
+        let j = self
+            .find_name(name)?
+            .ok_or_else(|| Error::UnknownName(name.to_owned()))?;
+        let target = self.target(j, name)?;
         let (st, gen_) = self.state(target.idx)?;
         if st != ACTIVE || gen_ != target.gen_ {
             return Err(Error::corrupt(format!(
