@@ -4,6 +4,7 @@
 //! the workspace root, and stops at the first failure with its output.
 
 mod bench;
+mod bench_peers;
 mod blaze;
 mod fuzz;
 mod headers;
@@ -11,6 +12,7 @@ mod interop;
 mod miri;
 mod numpy_diff;
 mod python;
+mod report;
 mod step;
 mod venv;
 
@@ -25,7 +27,8 @@ commands:
   ci                         fmt, clippy, tests, shm leak check, docs, package, Blaze check, TVM interop, numpy diff, loom, miri, fuzz
   miri                       unit tests of the crates that contain unsafe, under Miri
   fuzz [--seconds N] [TARGET] run the cargo-fuzz targets (default 60 s each)
-  bench [params] [FILTER]    run the benchmarks (or only params-io's, beside TVM's loader) and report ratios
+  bench [params] [FILTER]    run the benchmarks and the peers beside them (or only params-io's, beside TVM's loader), print ratios
+  bench --report             run every benchmark and peer, write docs/bench/README.md with SVG plots
   blaze                      check our canonical datashapes against Blaze's datashape package
   interop                    exchange params files with Apache TVM (PyPI) in both directions
   headers                    regenerate fastio-capi's C headers (cbindgen)

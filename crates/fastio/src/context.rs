@@ -160,6 +160,9 @@ pub(crate) struct Shared {
     pub(crate) layout: Layout,
     mutex_offset: Offset,
     owner: bool,
+    /// How long this process's waits spin before they sleep, in
+    /// nanoseconds ([`Context::set_wait_spin`]).
+    pub(crate) wait_spin_ns: std::sync::atomic::AtomicU64,
 }
 
 /// What one process keeps per context.
@@ -407,6 +410,7 @@ impl Context {
                 layout,
                 mutex_offset: Offset(data_offset),
                 owner: true,
+                wait_spin_ns: Default::default(),
             }),
         })
     }
@@ -451,6 +455,7 @@ impl Context {
                 layout,
                 mutex_offset: Offset(data_offset),
                 owner: false,
+                wait_spin_ns: Default::default(),
             }),
         };
         ctx.shared.with_table(|l| l.t.check_open())?;
@@ -577,44 +582,6 @@ impl Context {
             })
         })?;
         Allocation::from_published(self.shared.clone(), id, size, element, dims, false)
-    }
-
-    /// Waits until `name` is published (or `timeout` passes) and gets it:
-    /// a futex wait in the context, woken by every publication, so the
-    /// waiter learns of the name without polling or a message. A
-    /// publisher that dies never blocks the waiter beyond `timeout`.
-    pub fn wait_for(&self, name: &str, timeout: std::time::Duration) -> Result<Allocation> {
-        self.until_published(name, timeout, |n| self.get(n))
-    }
-
-    /// [`wait_for`](Context::wait_for) and [`map`](Context::map): waits
-    /// until `name` is published, then maps it for reading.
-    pub fn map_wait(&self, name: &str, timeout: std::time::Duration) -> Result<MappedPublished> {
-        self.until_published(name, timeout, |n| self.map(n))
-    }
-
-    /// Runs `look(name)` until it finds `name`, sleeping on the
-    /// publication event between tries, for at most `timeout`.
-    fn until_published<T>(
-        &self,
-        name: &str,
-        timeout: std::time::Duration,
-        look: impl Fn(&str) -> Result<T>,
-    ) -> Result<T> {
-        let deadline = std::time::Instant::now() + timeout;
-        let event = self.shared.publications()?;
-        loop {
-            let seen = event.current();
-            match look(name) {
-                Err(Error::UnknownName(_)) => {}
-                other => return other,
-            }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                return Err(Error::WaitTimeout(name.to_owned()));
-            }
-            event.wait_while(seen, left);
-        }
     }
 
     /// `get(name)` and `map()` in one: a read mapping of the allocation

@@ -78,6 +78,7 @@ mod ops;
 pub mod plan;
 mod recover;
 mod table;
+mod wait;
 
 #[cfg(test)]
 mod context_tests;

@@ -360,3 +360,24 @@ fn waiting_for_a_name_wakes_on_its_publication() {
     // Already published: no wait at all.
     assert_eq!(ctx.wait_for("late", Duration::ZERO).unwrap().size(), 4096);
 }
+
+#[test]
+fn a_spinning_wait_sees_a_publication_from_another_process_and_keeps_its_timeout() {
+    use std::time::{Duration, Instant};
+    let ctx = context(1 << 20);
+    ctx.set_wait_spin(Duration::from_secs(60));
+    assert_eq!(ctx.wait_spin(), Duration::from_secs(60));
+    // The spin never outlasts the timeout.
+    let t0 = Instant::now();
+    assert!(matches!(
+        ctx.wait_for("late", Duration::from_millis(30)),
+        Err(Error::WaitTimeout(_))
+    ));
+    let waited = t0.elapsed();
+    assert!(waited >= Duration::from_millis(30) && waited < Duration::from_secs(10));
+    let mut child = spawn(ENTRY, &ctx, "publish_later", &[]);
+    let m = ctx.map_wait("late", Duration::from_secs(30)).unwrap();
+    assert_eq!(m[0], 42);
+    drop(m);
+    assert!(child.success());
+}

@@ -8,7 +8,7 @@
                                 the loaded dict gives our bytes exactly
     tvm_interop.py time FILE [REPEAT]
                                 times tvm.runtime.load_param_dict_from_file(FILE) and prints
-                                `tvm_load_param_dict_from_file seconds=FIRST best=BEST bytes=N gbps=G`
+                                `tvm_load_param_dict_from_file seconds=MEDIAN min=S max=S samples=N first=S bytes=N gbps=G`
 
 Needs `apache-tvm` (0.27.0.post1 tested) and numpy. `gen` and `check` print
 `N passed, M failed` and exit 1 on any failure.
@@ -16,6 +16,7 @@ Needs `apache-tvm` (0.27.0.post1 tested) and numpy. `gen` and `check` print
 
 import json
 import os
+import statistics
 import sys
 import time
 
@@ -154,8 +155,9 @@ def check(dirname):
 
 
 def time_load(path, repeat=3):
-    """The first load (fresh heap, as a real program pays it) and the best of
-    `repeat` (later loads reuse freed heap pages and skip page faults)."""
+    """`repeat` loads: the median, fastest and slowest, and the first
+    (fresh heap, as a real program pays it; later loads reuse freed heap
+    pages and skip page faults)."""
     size = os.path.getsize(path)
     times = []
     for _ in range(repeat):
@@ -163,9 +165,10 @@ def time_load(path, repeat=3):
         m = tvm.runtime.load_param_dict_from_file(path)
         times.append(time.perf_counter() - t0)
         del m
-    first, best = times[0], min(times)
-    print(f"tvm_load_param_dict_from_file seconds={first:.4f} best={best:.4f} bytes={size} "
-          f"gbps={size / first / 1e9:.3f}")
+    med = statistics.median(times)
+    print(f"tvm_load_param_dict_from_file seconds={med:.4f} min={min(times):.4f} "
+          f"max={max(times):.4f} samples={repeat} first={times[0]:.4f} bytes={size} "
+          f"gbps={size / med / 1e9:.3f}")
     return 0
 
 

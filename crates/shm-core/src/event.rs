@@ -38,6 +38,32 @@ impl ShmEvent {
         s
     }
 
+    /// Spins (no system call, no sleep) until the sequence differs from
+    /// `seen` or `budget` passes. Returns the new sequence, or `None` when
+    /// the budget ran out (a zero budget returns at once). A waiter that
+    /// expects a notification within microseconds spins first and then
+    /// sleeps with [`wait_while`](ShmEvent::wait_while): it trades a core's
+    /// time for not paying a futex wake-up on either side (a notifier only
+    /// makes the system call when someone sleeps).
+    pub fn spin_while(&self, seen: u32, budget: Duration) -> Option<u32> {
+        if budget.is_zero() {
+            return None;
+        }
+        let start = Instant::now();
+        loop {
+            for _ in 0..64 {
+                let cur = self.seq.load(Ordering::Acquire);
+                if cur != seen {
+                    return Some(cur);
+                }
+                std::hint::spin_loop();
+            }
+            if start.elapsed() >= budget {
+                return None;
+            }
+        }
+    }
+
     /// Waits until the sequence differs from `seen` or `timeout` passes.
     /// Returns the new sequence, or `None` on timeout.
     pub fn wait_while(&self, seen: u32, timeout: Duration) -> Option<u32> {

@@ -479,3 +479,26 @@ fn event_wakes_across_handles() {
         assert_eq!(h.join().unwrap(), Some(seen.wrapping_add(1)));
     });
 }
+
+#[test]
+#[cfg_attr(miri, ignore = "needs real syscalls")]
+fn event_spin_sees_a_notification_without_sleeping_and_gives_up_on_budget() {
+    let seg = Segment::create(&opts()).unwrap();
+    let ev: &shm_core::ShmEvent = seg.at(seg.data_offset()).unwrap();
+    let seen = ev.current();
+    assert_eq!(ev.spin_while(seen, Duration::ZERO), None);
+    let t0 = std::time::Instant::now();
+    assert_eq!(ev.spin_while(seen, Duration::from_millis(5)), None);
+    assert!(t0.elapsed() >= Duration::from_millis(5));
+    std::thread::scope(|s| {
+        let h = s.spawn(|| ev.spin_while(seen, Duration::from_secs(30)));
+        std::thread::sleep(Duration::from_millis(5));
+        ev.notify();
+        assert_eq!(h.join().unwrap(), Some(seen.wrapping_add(1)));
+    });
+    // A changed sequence returns at once, whatever the budget.
+    assert_eq!(
+        ev.spin_while(seen, Duration::from_secs(30)),
+        Some(seen.wrapping_add(1))
+    );
+}

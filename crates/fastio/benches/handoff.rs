@@ -1,0 +1,285 @@
+//! Handoff between two processes: fastio against a Unix-socket copy and
+//! memcpy, measured in one run. `peers/iceoryx2` measures iceoryx2 with the
+//! same payloads, rules and function names (see `handoff_common`), and
+//! `cargo xtask bench --report` sets them side by side.
+//!
+//! * `handoff/<size>` (latency, one payload at a time):
+//!   - `baseline_memcpy`: one copy within one process, the floor;
+//!   - `socket_<touch>`: the producer writes the payload into a Unix
+//!     socket, the consumer reads it into its buffer and acknowledges;
+//!   - `fastio_warm_<touch>`: create, write, publish, release; the consumer
+//!     waits for the name on the context's publication event, maps, reads,
+//!     frees and publishes `ack`, which the producer waits for the same
+//!     way. The context keeps a cache, so blocks (and their pages) are
+//!     reused;
+//!   - `fastio_cold_<touch>`: the same on a context without a cache: every
+//!     handoff commits fresh pages and punches them out on free;
+//!   - `fastio_warm_spin_page`: `fastio_warm_page` with both sides spinning
+//!     before they sleep ([`Context::set_wait_spin`]), the peer of
+//!     iceoryx2's busy-polling variant.
+//! * `stream/<size>` (throughput, at most `STREAM_DEPTH` payloads in
+//!   flight): `socket_page` (the socket's own buffers bound what is in
+//!   flight) and `fastio_warm_page` (a ring of names, each acknowledged).
+
+mod handoff_common;
+
+use std::hint::black_box;
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput, measurement::WallTime};
+use fastio::{Context, ContextOptions};
+use handoff_common::{
+    Batch, CHILD_ENV, Consumer, SIZES, STREAM_DEPTH, STREAM_SIZES, Touch, configure, connect,
+    produce_into,
+};
+
+/// Long enough for a 256 MiB cold handoff on a loaded machine.
+const WAIT: Duration = Duration::from_secs(60);
+
+fn context(capacity: u64, cache: bool) -> Context {
+    let mut options = ContextOptions::new()
+        .capacity(capacity)
+        .prefix("fastio-bench");
+    if !cache {
+        options = options.cache_limit(0);
+    }
+    Context::new(&options).unwrap()
+}
+
+/// Producer side of one fastio handoff.
+fn produce(ctx: &Context, size: usize, name: &str, seq: u64) {
+    let mut a = ctx.create(size as u64).unwrap();
+    produce_into(&mut a.map_mut().unwrap(), seq);
+    a.publish(name).unwrap();
+    a.release().unwrap();
+}
+
+struct Producer {
+    warm: Context,
+    cold: Context,
+    consumer: Consumer,
+}
+
+impl Producer {
+    /// Times `batch` with `run`, which does the producer's part of every
+    /// payload; the consumer's closing acknowledgement is outside the time.
+    fn timed(&mut self, batch: Batch, run: impl FnOnce(&mut Self)) -> Duration {
+        self.consumer.begin(batch);
+        let t0 = Instant::now();
+        run(self);
+        let elapsed = t0.elapsed();
+        self.consumer.wait_ack();
+        elapsed
+    }
+
+    fn socket_latency(&mut self, batch: Batch, src: &mut [u8]) -> Duration {
+        self.timed(batch, |p| {
+            for seq in 0..batch.iters {
+                produce_into(src, seq);
+                p.consumer.sock.write_all(src).unwrap();
+                let mut ack = [0u8; 1];
+                p.consumer.sock.read_exact(&mut ack).unwrap();
+            }
+        })
+    }
+
+    fn fastio_latency(&mut self, batch: Batch, cold: bool) -> Duration {
+        self.warm.set_wait_spin(spin_budget(batch.cmd));
+        self.timed(batch, |p| {
+            let ctx = if cold { &p.cold } else { &p.warm };
+            for seq in 0..batch.iters {
+                produce(ctx, batch.size, "handoff", seq);
+                ctx.wait_for("ack", WAIT).unwrap().free().unwrap();
+            }
+        })
+    }
+
+    fn socket_stream(&mut self, batch: Batch, src: &mut [u8]) -> Duration {
+        let t0 = Instant::now();
+        self.consumer.begin(batch);
+        for seq in 0..batch.iters {
+            produce_into(src, seq);
+            self.consumer.sock.write_all(src).unwrap();
+        }
+        self.consumer.wait_ack();
+        t0.elapsed()
+    }
+
+    fn fastio_stream(&mut self, batch: Batch) -> Duration {
+        let t0 = Instant::now();
+        self.consumer.begin(batch);
+        let ring = names();
+        for seq in 0..batch.iters {
+            let slot = seq as usize % STREAM_DEPTH;
+            if seq as usize >= STREAM_DEPTH {
+                self.warm
+                    .wait_for(&ring[slot].1, WAIT)
+                    .unwrap()
+                    .free()
+                    .unwrap();
+            }
+            produce(&self.warm, batch.size, &ring[slot].0, seq);
+        }
+        self.consumer.wait_ack();
+        let outstanding = (batch.iters as usize).min(STREAM_DEPTH);
+        for k in 0..outstanding {
+            let seq = batch.iters as usize - outstanding + k;
+            let slot = seq % STREAM_DEPTH;
+            self.warm
+                .wait_for(&ring[slot].1, WAIT)
+                .unwrap()
+                .free()
+                .unwrap();
+        }
+        t0.elapsed()
+    }
+}
+
+/// How long waits spin before they sleep: long enough to cover any
+/// handoff in the `fastio_warm_spin` variant (`x`), zero otherwise.
+fn spin_budget(cmd: u8) -> Duration {
+    if cmd == b'x' {
+        Duration::from_secs(1)
+    } else {
+        Duration::ZERO
+    }
+}
+
+/// The ring of (payload, acknowledgement) names of a stream.
+fn names() -> Vec<(String, String)> {
+    (0..STREAM_DEPTH)
+        .map(|k| (format!("s{k}"), format!("a{k}")))
+        .collect()
+}
+
+fn latency(g: &mut BenchmarkGroup<'_, WallTime>, p: &mut Producer) {
+    for (size, label) in SIZES {
+        g.throughput(Throughput::Bytes(size as u64));
+        let src = vec![7u8; size];
+        let mut dst = vec![0u8; size];
+        g.bench_function(BenchmarkId::new("baseline_memcpy", label), |b| {
+            b.iter(|| {
+                dst.copy_from_slice(black_box(&src));
+                black_box(&dst);
+            })
+        });
+        drop(dst);
+        let mut src = src;
+        for touch in Touch::BOTH {
+            let name = format!("socket_{}", touch.suffix());
+            g.bench_function(BenchmarkId::new(name, label), |b| {
+                b.iter_custom(|iters| {
+                    p.socket_latency(batch_of(b'S', touch, size, iters), &mut src)
+                })
+            });
+            for (kind, cold, cmd) in [("warm", false, b'w'), ("cold", true, b'c')] {
+                let name = format!("fastio_{kind}_{}", touch.suffix());
+                g.bench_function(BenchmarkId::new(name, label), |b| {
+                    b.iter_custom(|iters| p.fastio_latency(batch_of(cmd, touch, size, iters), cold))
+                });
+            }
+        }
+        let name = "fastio_warm_spin_page";
+        g.bench_function(BenchmarkId::new(name, label), |b| {
+            b.iter_custom(|iters| p.fastio_latency(batch_of(b'x', Touch::Page, size, iters), false))
+        });
+    }
+}
+
+fn batch_of(cmd: u8, touch: Touch, size: usize, iters: u64) -> Batch {
+    Batch {
+        cmd,
+        touch,
+        size,
+        iters,
+    }
+}
+
+fn stream(g: &mut BenchmarkGroup<'_, WallTime>, p: &mut Producer) {
+    for (size, label) in STREAM_SIZES {
+        g.throughput(Throughput::Bytes(size as u64));
+        let mut src = vec![7u8; size];
+        g.bench_function(BenchmarkId::new("socket_page", label), |b| {
+            b.iter_custom(|iters| {
+                p.socket_stream(batch_of(b's', Touch::Page, size, iters), &mut src)
+            })
+        });
+        g.bench_function(BenchmarkId::new("fastio_warm_page", label), |b| {
+            b.iter_custom(|iters| p.fastio_stream(batch_of(b'W', Touch::Page, size, iters)))
+        });
+    }
+}
+
+/// The consumer process: serves batches until told to quit.
+fn child(path: &str) {
+    let warm = Context::attach(&std::env::var("WARM").unwrap()).unwrap();
+    let cold = Context::attach(&std::env::var("COLD").unwrap()).unwrap();
+    let mut sock = connect(path);
+    let mut buf: Vec<u8> = Vec::new();
+    let mut sum = 0u64;
+    while let Some(batch) = Batch::recv(&mut sock) {
+        warm.set_wait_spin(spin_budget(batch.cmd));
+        let ring = names();
+        for seq in 0..batch.iters {
+            match batch.cmd {
+                b'S' | b's' => {
+                    buf.resize(batch.size, 0);
+                    sock.read_exact(&mut buf).unwrap();
+                    sum = sum.wrapping_add(batch.touch.consume(&buf));
+                    if batch.cmd == b'S' {
+                        sock.write_all(b"a").unwrap();
+                    }
+                }
+                b'w' | b'x' | b'c' | b'W' => {
+                    let ctx = if batch.cmd == b'c' { &cold } else { &warm };
+                    let (name, ack) = if batch.cmd == b'W' {
+                        let slot = &ring[seq as usize % STREAM_DEPTH];
+                        (slot.0.as_str(), slot.1.as_str())
+                    } else {
+                        ("handoff", "ack")
+                    };
+                    let m = ctx.map_wait(name, WAIT).unwrap();
+                    sum = sum.wrapping_add(batch.touch.consume(&m));
+                    let a = m.allocation().try_clone().unwrap();
+                    drop(m);
+                    a.free().unwrap();
+                    ctx.create(1).unwrap().publish(ack).unwrap();
+                }
+                other => panic!("unknown batch command {other}"),
+            }
+        }
+        black_box(sum);
+        sock.write_all(b"k").unwrap();
+    }
+}
+
+fn main() {
+    if let Ok(path) = std::env::var(CHILD_ENV) {
+        child(&path);
+        return;
+    }
+    let max = SIZES.last().unwrap().0 as u64;
+    let warm = context(2 * max, true);
+    let cold = context(2 * max, false);
+    let consumer = Consumer::start(&[
+        ("WARM", warm.handle().to_owned()),
+        ("COLD", cold.handle().to_owned()),
+    ]);
+    let mut p = Producer {
+        warm,
+        cold,
+        consumer,
+    };
+    let mut c = Criterion::default().configure_from_args();
+    let mut g = c.benchmark_group("handoff");
+    configure(&mut g);
+    latency(&mut g, &mut p);
+    g.finish();
+    let mut g = c.benchmark_group("stream");
+    configure(&mut g);
+    stream(&mut g, &mut p);
+    g.finish();
+    drop(p);
+    c.final_summary();
+}

@@ -1,0 +1,86 @@
+//! Waiting for a publication: [`Context::wait_for`] and
+//! [`Context::map_wait`], on the context's publication event (a futex word
+//! in the segment, shm-core's `ShmEvent`), optionally spinning first.
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::Allocation;
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::mapping::MappedPublished;
+
+impl Context {
+    /// Waits until `name` is published (or `timeout` passes) and gets it:
+    /// a futex wait in the context, woken by every publication, so the
+    /// waiter learns of the name without polling or a message. A
+    /// publisher that dies never blocks the waiter beyond `timeout`.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # let ctx = fastio::Context::new(&fastio::ContextOptions::new().anonymous(true)).unwrap();
+    /// let a = ctx.create(16).unwrap();
+    /// a.publish("ready").unwrap();
+    /// let got = ctx.wait_for("ready", Duration::from_secs(1)).unwrap();
+    /// assert_eq!(got.size(), 16);
+    /// assert!(matches!(
+    ///     ctx.wait_for("never", Duration::from_millis(1)),
+    ///     Err(fastio::Error::WaitTimeout(_))
+    /// ));
+    /// ```
+    pub fn wait_for(&self, name: &str, timeout: Duration) -> Result<Allocation> {
+        self.until_published(name, timeout, |n| self.get(n))
+    }
+
+    /// [`wait_for`](Context::wait_for) and [`map`](Context::map): waits
+    /// until `name` is published, then maps it for reading.
+    pub fn map_wait(&self, name: &str, timeout: Duration) -> Result<MappedPublished> {
+        self.until_published(name, timeout, |n| self.map(n))
+    }
+
+    /// How long [`wait_for`](Context::wait_for) and
+    /// [`map_wait`](Context::map_wait) of this process (every clone of
+    /// this handle) spin, watching the publication event without a system
+    /// call, before they sleep on it. Zero, the default, sleeps at once.
+    ///
+    /// Sleeping costs a futex wake-up on each side of a handoff (tens of
+    /// microseconds on a small VM); spinning costs a core while it lasts.
+    /// Spin when a publication is expected within the budget and the
+    /// machine has a core to spare for each spinning waiter.
+    pub fn set_wait_spin(&self, budget: Duration) {
+        let ns = u64::try_from(budget.as_nanos()).unwrap_or(u64::MAX);
+        self.shared.wait_spin_ns.store(ns, Ordering::Relaxed);
+    }
+
+    /// The spin budget [`set_wait_spin`](Context::set_wait_spin) set.
+    pub fn wait_spin(&self) -> Duration {
+        Duration::from_nanos(self.shared.wait_spin_ns.load(Ordering::Relaxed))
+    }
+
+    /// Runs `look(name)` until it finds `name`, spinning and then sleeping
+    /// on the publication event between tries, for at most `timeout`.
+    fn until_published<T>(
+        &self,
+        name: &str,
+        timeout: Duration,
+        look: impl Fn(&str) -> Result<T>,
+    ) -> Result<T> {
+        let deadline = Instant::now() + timeout;
+        let event = self.shared.publications()?;
+        let spin = self.wait_spin();
+        loop {
+            let seen = event.current();
+            match look(name) {
+                Err(Error::UnknownName(_)) => {}
+                other => return other,
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::WaitTimeout(name.to_owned()));
+            }
+            if event.spin_while(seen, spin.min(left)).is_none() {
+                event.wait_while(seen, left);
+            }
+        }
+    }
+}
