@@ -40,7 +40,7 @@ pub(crate) fn write(groups: &Groups, peers: &[Peer], beside: &str) -> Result<(),
 }
 
 fn write_to(dir: &Path, groups: &Groups, peers: &[Peer], beside: &str) -> Result<(), String> {
-    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
     let handoff = by_function(groups, "handoff/");
     let stream = by_function(groups, "stream/");
     let mut plots = Vec::new();
