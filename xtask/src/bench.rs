@@ -2,14 +2,14 @@
 //! reports each result with its ratio to every `baseline*` function of the
 //! same group (and, for parameterised benchmarks, the same parameter),
 //! measured in the same run; then runs the peers beside ours (see
-//! [`bench_peers`](crate::bench_peers)): iceoryx2 beside the handoff
+//! [`crate::bench_peers`]): iceoryx2 beside the handoff
 //! group, Apache TVM's loader beside the params read group, numpy beside
 //! ndobject's copies and casts, the Python package beside the steady
 //! state.
 //!
 //! `cargo xtask bench params` runs only the params-io bench.
 //! `cargo xtask bench --report` runs everything and writes
-//! `docs/bench/README.md` and its plots ([`report`](crate::report)).
+//! `docs/bench/README.md` and its plots ([`crate::report`]).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
