@@ -7,7 +7,9 @@ virtual environment and sets FASTIO_CLI and FASTIO_TESTOP to the built
 `fastio` and `fio-testop` binaries).
 """
 
+import ctypes
 import gc
+import io
 import json
 import os
 import pickle
@@ -137,6 +139,9 @@ v = op.input("v")
 assert v.access is fastio.IOAccess.ReadOnly
 data = v.map()                      # zero copy, read-only
 assert not data.flags.writeable
+via_dlpack = np.from_dlpack(v)      # our own versioned capsule: READ_ONLY
+assert not via_dlpack.flags.writeable
+assert via_dlpack.ctypes.data == data.ctypes.data and np.array_equal(via_dlpack, data)
 assert v.get_bytes() == data.tobytes()
 w = op.output("w")
 assert w.access is fastio.IOAccess.ReadWrite and w.is_dynamic
@@ -273,27 +278,150 @@ def test_loading_a_large_params_file_maps_it_without_reading_it(tmp_path):
     path.unlink()
 
 
-def capsule_name(capsule):
-    import ctypes
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
 
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [
+        ("major", ctypes.c_uint32),
+        ("minor", ctypes.c_uint32),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", ctypes.c_void_p),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+
+
+def capsule_name(capsule):
     get = ctypes.pythonapi.PyCapsule_GetName
     get.restype = ctypes.c_char_p
     get.argtypes = [ctypes.py_object]
     return get(capsule).decode()
 
 
-def test_dlpack_exports_inputs_read_only_and_outputs_in_either_form(ctx):
-    a = published(ctx)
-    v = ctx.get("x").map_as_numpy_array(writable=False)
-    assert v.__dlpack_device__() == (1, 0)  # kDLCPU
-    assert capsule_name(v.__dlpack__(max_version=(1, 0))) == "dltensor_versioned"
-    # A consumer that cannot be told "read-only" gets no capsule at all.
-    with pytest.raises(BufferError):
-        v.__dlpack__()
-    other = np.from_dlpack(v)
-    assert np.shares_memory(other, v) and not other.flags.writeable
-    del v, other
+def capsule_tensor(capsule):
+    """The managed tensor in a DLPack capsule (read, not taken)."""
+    name = capsule_name(capsule)
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype = ctypes.c_void_p
+    get.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    kind = DLManagedTensorVersioned if name == "dltensor_versioned" else DLManagedTensor
+    return kind.from_address(get(capsule, name.encode()))
+
+
+def describe(t: DLTensor):
+    shape = [t.shape[i] for i in range(t.ndim)]
+    strides = [t.strides[i] for i in range(t.ndim)]
+    dt = (t.dtype.code, t.dtype.bits, t.dtype.lanes)
+    return t.data, (t.device.device_type, t.device.device_id), shape, strides, dt
+
+
+READ_ONLY, IS_COPIED = 1, 2
+
+
+def test_dlpack_of_an_input_is_versioned_read_only_or_legacy_and_keeps_its_mapping(ctx):
+    published(ctx)
+    b = ctx.get("x")
+    view = b.map(writable=False)
+    address = np.frombuffer(view, dtype=np.uint8).ctypes.data
+    assert b.__dlpack_device__() == (1, 0)  # kDLCPU
+    cap = b.__dlpack__(max_version=(1, 1))
+    assert capsule_name(cap) == "dltensor_versioned"
+    m = capsule_tensor(cap)
+    assert (m.major, m.flags & READ_ONLY, m.flags & IS_COPIED) == (1, READ_ONLY, 0)
+    assert describe(m.dl_tensor) == (address, (1, 0), [2, 3], [3, 1], (2, 32, 1))
+    # No version asked for: a legacy capsule over the same bytes.
+    legacy = b.__dlpack__()
+    assert capsule_name(legacy) == "dltensor"
+    assert describe(capsule_tensor(legacy).dl_tensor) == describe(m.dl_tensor)
+    # Untaken capsules are exports: the mapping cannot go while they live.
+    del view
     gc.collect()
-    w = a.map_as_numpy_array()  # an output: writable
-    assert capsule_name(w.__dlpack__()) == "dltensor"
-    assert capsule_name(w.__dlpack__(max_version=(1, 0))) == "dltensor_versioned"
+    with pytest.raises(BufferError):
+        b.unmap()
+    del cap, legacy, m
+    gc.collect()
+    b.unmap()
+    # numpy takes our capsule: zero copy, read-only, alive after the rest.
+    arr = np.from_dlpack(b)
+    assert not arr.flags.writeable and arr.shape == (2, 3)
+    with pytest.raises(ValueError):
+        arr.flags.writeable = True
+    del b, ctx
+    gc.collect()
+    assert np.array_equal(arr, np.arange(6, dtype=np.float32).reshape(2, 3) * 1.5)
+
+
+def test_dlpack_copies_on_request_and_refuses_other_devices_and_streams(ctx):
+    a = published(ctx)
+    a.map()  # writable
+    zero_copy = a.__dlpack__(max_version=(1, 0))
+    m = capsule_tensor(zero_copy)
+    assert m.flags == 0  # writable memory, not a copy
+    assert m.dl_tensor.data == np.frombuffer(a.buffer, dtype=np.uint8).ctypes.data
+    cap = a.__dlpack__(max_version=(1, 0), copy=True)
+    c = capsule_tensor(cap)
+    assert c.flags == IS_COPIED and c.dl_tensor.data != m.dl_tensor.data
+    copied = np.from_dlpack(a, copy=True)
+    copied[0, 0] = 99.0
+    assert np.asarray(a)[0, 0] == 0.0
+    shared = np.from_dlpack(a)
+    assert shared.flags.writeable
+    shared[0, 0] = 5.0
+    assert np.asarray(a)[0, 0] == 5.0
+    with pytest.raises(BufferError):
+        a.__dlpack__(dl_device=(2, 0))
+    with pytest.raises(ValueError):
+        a.__dlpack__(stream=1)
+    del shared, cap, zero_copy, m, c
+    gc.collect()
+    a.unmap()
+
+
+def test_an_allocation_speaks_the_buffer_protocol_typed(ctx):
+    a = published(ctx)
+    b = ctx.get("x")
+    mv = memoryview(b)  # not mapped: a read-only mapping the view holds
+    assert (mv.format, mv.shape, mv.strides, mv.itemsize) == ("f", (2, 3), (12, 4), 4)
+    assert mv.readonly and mv.tolist()[1] == [4.5, 6.0, 7.5]
+    # A writable request is refused (Python reports it as TypeError)...
+    with pytest.raises(TypeError, match="read-write"):
+        io.BytesIO(bytes(24)).readinto(b)
+    # ...and a consumer that checks the view's flag sees read-only.
+    with pytest.raises(TypeError, match="not writable"):
+        ctypes.c_char.from_buffer(b)
+    arr = np.asarray(b)
+    assert arr.dtype == np.float32 and not arr.flags.writeable and arr[1, 2] == 7.5
+    del mv, arr
+    gc.collect()
+    # Mapped writable, the allocation exports writable memory.
+    a.map()
+    w = memoryview(a)
+    assert not w.readonly and w.format == "f"
+    ctypes.c_float.from_buffer(a).value = -1.0
+    assert w[0, 0] == -1.0
+    del w
+    gc.collect()
+    a.unmap()
+    assert np.asarray(b)[0, 0] == -1.0

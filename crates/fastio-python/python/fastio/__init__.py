@@ -22,7 +22,7 @@ stays valid after every other fastio object is gone.
 from __future__ import annotations
 
 import enum
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from . import _native, dtype, params
 from ._native import (
     AccessError,
     Error,
+    FastIOAllocation,
     MapConflictError,
     NotAllocatedError,
     NotFoundError,
@@ -68,90 +69,6 @@ def _dtype(element_type: str) -> np.dtype:
         raise Error(f"no numpy dtype for {element_type!r}") from e
 
 
-def _datashape(element_type) -> str:
-    """A datashape name for a numpy dtype, dtype-like or name."""
-    if isinstance(element_type, str):
-        return element_type
-    dt = np.dtype(element_type)
-    if dt.byteorder == ">":
-        raise Error("big-endian dtypes are not supported here; use native order")
-    return dt.name
-
-
-def _view(buffer: _native.Buffer, element_type: str, shape: Sequence[int]) -> np.ndarray:
-    """A numpy array over ``buffer`` (zero copy; its base keeps it alive)."""
-    arr = np.frombuffer(buffer, dtype=_dtype(element_type))
-    return arr.reshape(tuple(shape))
-
-
-class FastIOAllocation:
-    """A local reference to Fast I/O memory (seed 002)."""
-
-    def __init__(self, native: _native.Allocation):
-        self._a = native
-        self._mapping: _native.Buffer | None = None
-
-    @property
-    def size(self) -> int:
-        """Size in bytes."""
-        return self._a.size
-
-    @property
-    def element_type(self) -> np.dtype:
-        """The element type (default ``uint8``)."""
-        return _dtype(self._a.element_type)
-
-    @property
-    def dimensions(self) -> list[int]:
-        """The dimensions (default ``[size]``)."""
-        return list(self._a.dimensions)
-
-    def set_type_and_dimensions(self, element_type, dimensions: Iterable[int]) -> None:
-        """Describes the memory; ``element size * product(dimensions)`` must
-        equal the size."""
-        self._a.set_type_and_dimensions(_datashape(element_type), [int(d) for d in dimensions])
-
-    def publish(self, name: str) -> None:
-        """Publishes the allocation under ``name``."""
-        self._a.publish(name)
-
-    def map(self, writable: bool = True) -> memoryview:
-        """Maps the memory (read-write and exclusive unless ``writable`` is
-        false) and returns it as a memoryview; ``unmap`` ends it."""
-        if self._mapping is not None:
-            raise MapConflictError("already mapped; unmap first")
-        self._mapping = self._a.map(writable)
-        return memoryview(self._mapping)
-
-    @property
-    def buffer(self):
-        """The mapping as a memoryview, or None when not mapped."""
-        return None if self._mapping is None else memoryview(self._mapping)
-
-    def unmap(self) -> None:
-        """Unmaps; raises while numpy views of the mapping are alive."""
-        if self._mapping is not None:
-            self._mapping.unmap()
-            self._mapping = None
-
-    def map_as_numpy_array(self, writable: bool = True) -> np.ndarray:
-        """A numpy array over the memory itself, of the allocation's type
-        and dimensions (a new mapping that the array keeps alive)."""
-        buf = self._a.map(writable)
-        return _view(buf, self._a.element_type, self._a.dimensions)
-
-    def release(self) -> None:
-        """Drops this reference (mappings and arrays made from it stay
-        valid while they live)."""
-        self._mapping = None
-        self._a.release()
-
-    def free(self) -> None:
-        """Marks the memory for deletion and drops this reference."""
-        self._mapping = None
-        self._a.free()
-
-
 class FastIOContext:
     """A Fast I/O context (seed 002)."""
 
@@ -180,15 +97,15 @@ class FastIOContext:
 
     def create(self, size: int) -> FastIOAllocation:
         """A new allocation of ``size`` bytes."""
-        return FastIOAllocation(self._c.create_allocation(size))
+        return self._c.create_allocation(size)
 
     def get(self, name: str) -> FastIOAllocation:
         """A new reference to the allocation published as ``name``."""
-        return FastIOAllocation(self._c.get(name))
+        return self._c.get(name)
 
     def wait_for(self, name: str, timeout: float) -> FastIOAllocation:
         """Waits up to ``timeout`` seconds for ``name``, then gets it."""
-        return FastIOAllocation(self._c.wait_for(name, timeout))
+        return self._c.wait_for(name, timeout)
 
     def publish(self, allocation: FastIOAllocation, name: str) -> None:
         """``allocation.publish(name)``."""
@@ -249,8 +166,20 @@ class Entry:
     def map(self) -> np.ndarray:
         """Zero copy: a numpy view of the shared memory (read-only for
         inputs); it keeps the mapping alive."""
-        buf = self._e.map()
-        return _view(buf, self._e.element_type, self._e.shape)
+        return self._e.map().numpy()
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(kDLCPU, 0)``."""
+        return (1, 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule over the entry's memory: versioned with
+        READ_ONLY set for an input when ``max_version`` allows 1.x, legacy
+        when no version is asked for (an input's pages are ``PROT_READ``
+        either way)."""
+        return self._e.map().__dlpack__(
+            stream=stream, max_version=max_version, dl_device=dl_device, copy=copy
+        )
 
     def get_bytes(self) -> bytes:
         """A read-only copy of the bytes."""

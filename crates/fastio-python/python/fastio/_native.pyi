@@ -9,15 +9,18 @@ subclassed, hence ``@final``.
 import sys
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Literal, Self, final
+from typing import Any, Literal, Self, final
+
+import numpy as np
 
 __all__ = [
     "params_load",
     "params_save",
     "dtype_parse",
+    "ArrayBase",
     "Buffer",
     "Context",
-    "Allocation",
+    "FastIOAllocation",
     "Entry",
     "Operator",
     "Error",
@@ -47,9 +50,16 @@ class NotFoundError(Error):
     """No such name or entry."""
 
 @final
+class ArrayBase:
+    """The base object of the numpy arrays over a ``Buffer``: it keeps the
+    mapping alive and has no buffer protocol, so numpy refuses
+    ``flags.writeable = True`` on a read-only array."""
+
+@final
 class Buffer:
-    """A mapping of shared memory, exposed through the buffer protocol
-    (one-dimensional, format ``"B"``, item size 1)."""
+    """A mapping of shared memory, exposed as numpy arrays, through the
+    buffer protocol (typed: the element type's format, shape and strides,
+    when the consumer asks for them) and through DLPack."""
 
     def __len__(self) -> int:
         """Bytes mapped."""
@@ -62,9 +72,32 @@ class Buffer:
     def mapped(self) -> bool:
         """Whether the mapping is still open."""
 
+    @property
+    def exports(self) -> int:
+        """Live exports: numpy arrays, buffer views and DLPack capsules."""
+
+    def numpy(self) -> np.ndarray[Any, Any]:
+        """A numpy array over the mapping (zero copy; read-only unless the
+        mapping is writable)."""
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(kDLCPU, 0)``: shared memory is host memory."""
+
+    def __dlpack__(
+        self,
+        *,
+        stream: object | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> object:
+        """A DLPack capsule over the mapping: versioned
+        (``"dltensor_versioned"``, READ_ONLY set on read-only memory) when
+        ``max_version`` allows 1.x, legacy (``"dltensor"``) when no version
+        is asked for. ``copy=True`` exports a private copy."""
+
     def unmap(self) -> None:
-        """Unmaps now; raises BufferError while numpy views (buffer
-        exports) of it exist."""
+        """Unmaps now; raises BufferError while exports of it exist."""
 
     def __enter__(self) -> Self: ...
     def __exit__(
@@ -102,13 +135,13 @@ class Context:
     def handle(self) -> str:
         """The handle child processes attach with."""
 
-    def create_allocation(self, size: int) -> Allocation:
+    def create_allocation(self, size: int) -> FastIOAllocation:
         """A new allocation of ``size`` bytes."""
 
-    def get(self, name: str) -> Allocation:
+    def get(self, name: str) -> FastIOAllocation:
         """A new reference to the allocation published as ``name``."""
 
-    def wait_for(self, name: str, timeout: float) -> Allocation:
+    def wait_for(self, name: str, timeout: float) -> FastIOAllocation:
         """Waits up to ``timeout`` seconds for ``name``, then gets it
         (releases the GIL while waiting; ValueError for a timeout that is
         not a finite duration)."""
@@ -117,38 +150,72 @@ class Context:
         """The published names."""
 
 @final
-class Allocation:
-    """A local reference to an allocation. After ``release`` or ``free``
-    every member raises Error (``release`` again is a no-op)."""
+class FastIOAllocation:
+    """A local reference to Fast I/O memory (seed 002). After ``release``
+    or ``free`` every member raises Error (``release`` again is a no-op).
+    The buffer protocol and DLPack export the open mapping, or a read-only
+    mapping held by the export; a writable request needs
+    ``map(writable=True)`` first."""
 
     @property
     def size(self) -> int:
         """Size in bytes."""
 
     @property
-    def element_type(self) -> str:
-        """The element type as datashape text."""
+    def element_type(self) -> np.dtype[Any]:
+        """The element type as a numpy dtype (default ``uint8``)."""
 
     @property
     def dimensions(self) -> list[int]:
-        """The dimensions."""
+        """The dimensions (default ``[size]``)."""
 
-    def set_type_and_dimensions(self, element_type: str, dimensions: Sequence[int]) -> None:
+    def set_type_and_dimensions(self, element_type: object, dimensions: Sequence[int]) -> None:
         """Describes the memory as ``dimensions`` of ``element_type``
-        (datashape text such as ``float32``); the byte size must match."""
+        (datashape text such as ``"float32"``, or a numpy dtype); the byte
+        size must match."""
 
     def publish(self, name: str) -> None:
         """Publishes it under ``name``."""
 
-    def map(self, writable: bool = False) -> Buffer:
-        """Maps it: read-only, or writable (exclusive across processes)."""
+    def map(self, writable: bool = True) -> memoryview:
+        """Maps the memory (read-write and exclusive across processes
+        unless ``writable`` is false) and returns it as a memoryview;
+        ``unmap`` ends it. MapConflictError when already mapped."""
+
+    @property
+    def buffer(self) -> memoryview | None:
+        """The open mapping as a memoryview, or None."""
+
+    def unmap(self) -> None:
+        """Unmaps; raises BufferError while views of the mapping are alive."""
+
+    def map_as_numpy_array(self, writable: bool = True) -> np.ndarray[Any, Any]:
+        """A numpy array over the memory itself, of the allocation's type
+        and dimensions (a new mapping that the array keeps alive;
+        read-only unless ``writable``)."""
 
     def release(self) -> None:
-        """Drops this reference (mappings made from it stay valid while
-        they live)."""
+        """Drops this reference (mappings and arrays made from it stay
+        valid while they live)."""
 
     def free(self) -> None:
         """Marks the memory for deletion and drops this reference."""
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(kDLCPU, 0)``."""
+
+    def __dlpack__(
+        self,
+        *,
+        stream: object | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> object:
+        """A DLPack capsule of the open mapping, or of a read-only mapping
+        the capsule holds (see ``Buffer.__dlpack__``)."""
+    if sys.version_info >= (3, 12):
+        def __buffer__(self, flags: int, /) -> memoryview: ...
 
 @final
 class Entry:

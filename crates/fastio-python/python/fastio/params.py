@@ -18,8 +18,8 @@ from . import _native
 def load(path) -> dict[str, np.ndarray]:
     """Every tensor of the file at ``path`` as a read-only numpy view."""
     out: dict[str, np.ndarray] = {}
-    for name, buf, element, shape in _native.params_load(str(path)):
-        out[name] = np.frombuffer(buf, dtype=np.dtype(element)).reshape(tuple(shape))
+    for name, buf, _element, _shape in _native.params_load(str(path)):
+        out[name] = buf.numpy()
     return out
 
 
