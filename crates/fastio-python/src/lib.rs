@@ -1,7 +1,7 @@
 //! The `fastio._native` Python extension module; the `fastio` package
 //! (`python/fastio`) wraps it in seed 000's and seed 002's names.
 //!
-//! Zero copy, safely: a mapping is a [`buffer::Buffer`] that owns an
+//! Zero copy, safely: a mapping is a `Buffer` (module `buffer`) that owns an
 //! `ndobject` array over the shared memory (which holds the allocation's
 //! reference and the mapping's registration). numpy arrays (made with the
 //! `numpy` crate), buffer-protocol views and DLPack capsules each hold a
