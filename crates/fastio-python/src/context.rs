@@ -197,6 +197,30 @@ impl PyAllocation {
         Ok(view)
     }
 
+    /// A new mapping as a `Buffer`, for `with`: it unmaps on exit (and
+    /// raises there while views of it are alive). Independent of `map()`.
+    #[pyo3(signature = (writable = true))]
+    fn mapping(&self, writable: bool) -> PyResult<Buffer> {
+        self.new_mapping(writable)
+    }
+
+    fn __enter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// Leaving `with alloc:` unmaps and releases the reference.
+    fn __exit__(
+        &mut self,
+        py: Python<'_>,
+        _t: Option<&Bound<'_, PyAny>>,
+        _v: Option<&Bound<'_, PyAny>>,
+        _tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        self.unmap(py)?;
+        self.release()?;
+        Ok(false)
+    }
+
     /// The open mapping as a memoryview, or None.
     #[getter]
     fn buffer<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyMemoryView>>> {

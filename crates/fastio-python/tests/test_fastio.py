@@ -87,6 +87,28 @@ def test_unmap_while_views_live_raises_and_never_dangles(ctx):
     assert a.buffer is None
 
 
+def test_mappings_and_allocations_are_context_managers(ctx):
+    published(ctx)
+    with ctx.get("x") as b:
+        with b.mapping(writable=False) as m:
+            arr = m.numpy()
+            assert arr.sum() == 22.5 and m.exports == 1
+            with pytest.raises(BufferError):
+                m.__exit__(None, None, None)  # a view is alive: no unmap
+            del arr
+        assert not m.mapped
+        mv = b.map(writable=False)
+        del mv
+    with pytest.raises(fastio.Error, match="released"):
+        b.size  # left `with`: unmapped and released
+    with ctx.get("x") as c:
+        w = c.mapping()  # writable, exclusive, until unmapped
+        with pytest.raises(fastio.MapConflictError):
+            c.mapping()
+        w.unmap()
+        c.mapping(writable=False).unmap()
+
+
 def test_a_writer_excludes_readers_and_errors_are_typed(ctx):
     a = published(ctx)
     w = a.map_as_numpy_array()  # writable, exclusive

@@ -182,6 +182,21 @@ class FastIOAllocation:
         unless ``writable`` is false) and returns it as a memoryview;
         ``unmap`` ends it. MapConflictError when already mapped."""
 
+    def mapping(self, writable: bool = True) -> Buffer:
+        """A new mapping as a ``Buffer``, for ``with``: it unmaps on exit
+        (and raises there while views of it are alive). Independent of
+        ``map()``."""
+
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        _t: type[BaseException] | None,
+        _v: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> Literal[False]:
+        """Unmaps and releases the reference; never suppresses the
+        exception."""
+
     @property
     def buffer(self) -> memoryview | None:
         """The open mapping as a memoryview, or None."""
