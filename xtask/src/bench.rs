@@ -85,8 +85,11 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
         println!("bench: no criterion results were written");
     }
     print!("{}", table(&groups));
-    if let Some(ours) = groups.get(PARAMS_READ_GROUP) {
-        peers.push(bench_peers::tvm_beside(ours, report, &mut beside)?);
+    let mut params = String::new();
+    if groups.contains_key(PARAMS_READ_GROUP) {
+        let (p, section) = crate::bench_params::run(report);
+        peers.extend(p);
+        params = section;
     }
     if groups.keys().any(|g| g.starts_with("ndobject/")) {
         peers.push(bench_peers::numpy_beside(&groups, &mut beside)?);
@@ -94,12 +97,12 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
     if groups.contains_key("steady_state") {
         peers.push(bench_peers::python_beside(&groups, report, &mut beside)?);
     }
-    print!("{beside}");
+    print!("{params}{beside}");
     for p in &peers {
         println!("peer {}: {}", p.name, p.status);
     }
     if report {
-        crate::report::write(&groups, &peers, &beside)?;
+        crate::report::write(&groups, &peers, &params, &beside)?;
     }
     Ok(())
 }

@@ -5,8 +5,9 @@
 //!   pins): `peers/iceoryx2` is built into `target/peers` and writes its
 //!   handoff and stream results into our criterion directory, under the
 //!   same group and parameter names;
-//! * **Apache TVM** (PyPI, in the interop venv): `load_param_dict_from_file`
-//!   on a params file of the bench's layout and size;
+//! * **Apache TVM** and **numpy's `.npz`** (PyPI, in the interop venv):
+//!   params files loaded and written in fresh processes, with peak RSS
+//!   (module `bench_params`);
 //! * **numpy** (PyPI, same venv): the copies and casts of ndobject's bench;
 //! * **the Python package** (built by `cargo xtask python`): `get` + map
 //!   per call and a 64 MiB handoff between Python processes beside
@@ -20,7 +21,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 
-use crate::bench::{Groups, Measured, PARAMS_READ_GROUP, human_time};
+use crate::bench::{Groups, human_time};
 use crate::step::Step;
 use crate::{interop, root};
 
@@ -34,7 +35,7 @@ pub(crate) struct Peer {
 }
 
 impl Peer {
-    fn measured(name: &'static str, status: impl Into<String>) -> Peer {
+    pub(crate) fn measured(name: &'static str, status: impl Into<String>) -> Peer {
         Peer {
             name,
             measured: true,
@@ -42,7 +43,7 @@ impl Peer {
         }
     }
 
-    fn missing(name: &'static str, why: impl Into<String>) -> Peer {
+    pub(crate) fn missing(name: &'static str, why: impl Into<String>) -> Peer {
         Peer {
             name,
             measured: false,
@@ -87,36 +88,12 @@ pub(crate) fn iceoryx2(criterion_dir: &Path, filter: &[String]) -> Peer {
     }
 }
 
-/// TVM's loader timed by `tvm_interop.py time`, in seconds.
-pub(crate) struct TvmTime {
-    first: f64,
-    median: f64,
-    min: f64,
-    max: f64,
-    samples: u32,
-    bytes: f64,
-}
-
 /// The words `key=value` of `line`, as numbers.
-fn field(line: &str, key: &str) -> Option<f64> {
+pub(crate) fn field(line: &str, key: &str) -> Option<f64> {
     line.split_whitespace()
         .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))?
         .parse()
         .ok()
-}
-
-fn parse_tvm_time(output: &str) -> Option<TvmTime> {
-    let line = output
-        .lines()
-        .find(|l| l.starts_with("tvm_load_param_dict_from_file "))?;
-    Some(TvmTime {
-        first: field(line, "first")?,
-        median: field(line, "seconds")?,
-        min: field(line, "min")?,
-        max: field(line, "max")?,
-        samples: field(line, "samples")? as u32,
-        bytes: field(line, "bytes")?,
-    })
 }
 
 /// One `NAME seconds=MEDIAN [min=S max=S samples=N]` line of a peer script.
@@ -159,90 +136,6 @@ fn parse_timed(output: &str) -> Vec<Timed> {
             })
         })
         .collect()
-}
-
-/// Times TVM's `load_param_dict_from_file` on a file of the bench's layout
-/// and size (10 loads in a report, 3 otherwise), and ours on the same file
-/// right after, and writes them beside the params read group with ratios.
-pub(crate) fn tvm_beside(
-    criterion: &[Measured],
-    report: bool,
-    out: &mut String,
-) -> Result<Peer, String> {
-    let name = "Apache TVM";
-    let python = match interop::python() {
-        Ok(p) => p,
-        Err(e) => return Ok(Peer::missing(name, format!("no Python environment: {e}"))),
-    };
-    let repeat = if report { "10" } else { "3" };
-    let mib = std::env::var("PARAMS_IO_BENCH_MIB").unwrap_or_else(|_| "1024".to_owned());
-    let dir = std::env::temp_dir().join(format!("xtask-bench-tvm-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
-    let file = dir.join("bench.params");
-    let path = file.to_string_lossy().into_owned();
-    let timed = (|| {
-        Step::new(
-            "bench tvm file",
-            interop::example(true, &["make-bench-file", &path, &mib]),
-        )
-        .run()?;
-        let log = Step::new(
-            "bench tvm load",
-            interop::tvm_script(&python, &["time", &path, repeat]),
-        )
-        .run()?;
-        let tvm = parse_tvm_time(&log)
-            .ok_or_else(|| format!("unexpected output of tvm_interop.py time:\n{log}"))?;
-        let log = Step::new(
-            "bench our load",
-            interop::example(true, &["time-read", &path]),
-        )
-        .run()?;
-        Ok::<_, String>((tvm, parse_timed(&log)))
-    })();
-    let _ = std::fs::remove_dir_all(&dir);
-    let (tvm, ours) = timed?;
-    let _ = writeln!(
-        out,
-        "TVM load_param_dict_from_file beside params-io, on one {mib} MiB file of the \
-         bench's layout ({} bytes); ratio = TVM's median / ours (> 1: we are faster)",
-        tvm.bytes
-    );
-    let _ = writeln!(
-        out,
-        "  tvm_load  median {} (min {}, max {}, {} loads; the first {})",
-        human_time(tvm.median * 1e9),
-        human_time(tvm.min * 1e9),
-        human_time(tvm.max * 1e9),
-        tvm.samples,
-        human_time(tvm.first * 1e9),
-    );
-    let mut line = |what: &str, secs: f64| {
-        let _ = writeln!(
-            out,
-            "  {what:<40} {:>12}  {:>8.2} GB/s  TVM x{:.2}",
-            human_time(secs * 1e9),
-            tvm.bytes / secs / 1e9,
-            tvm.median / secs
-        );
-    };
-    for t in &ours {
-        line(&format!("{} (one run)", t.name), t.median);
-    }
-    for r in criterion {
-        line(
-            &format!("{} (criterion median)", r.function),
-            r.median_ns / 1e9,
-        );
-    }
-    Ok(Peer::measured(
-        name,
-        format!(
-            "apache-tvm from PyPI in target/venv-interop, {} loads of a {mib} MiB file \
-             (group {PARAMS_READ_GROUP})",
-            tvm.samples
-        ),
-    ))
 }
 
 /// numpy's side of the ndobject copies and casts.
@@ -394,20 +287,6 @@ pub(crate) fn python_beside(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn reads_the_tvm_timing_line() {
-        let t = parse_tvm_time(
-            "noise\ntvm_load_param_dict_from_file seconds=1.25 min=0.5 max=2.5 samples=10 \
-             first=2.5 bytes=1073744222 gbps=0.859\n",
-        )
-        .unwrap();
-        assert_eq!(
-            (t.median, t.min, t.max, t.samples, t.first, t.bytes),
-            (1.25, 0.5, 2.5, 10, 2.5, 1073744222.0)
-        );
-        assert!(parse_tvm_time("tvm_load_param_dict_from_file seconds=x").is_none());
-    }
 
     #[test]
     fn reads_timed_lines_with_and_without_a_range() {

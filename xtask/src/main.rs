@@ -4,6 +4,7 @@
 //! the workspace root, and stops at the first failure with its output.
 
 mod bench;
+mod bench_params;
 mod bench_peers;
 mod blaze;
 mod fuzz;

@@ -7,8 +7,16 @@
 //!                           the dict again gives TVM's bytes exactly
 //! interop write-ours DIR    write DIR/ours/*.params + manifest.json + raw .bin files for TVM to load
 //! interop make-bench-file PATH MIB   write the benchmark's file layout (64 float32 tensors)
-//! interop time-read PATH     best of 3: std::fs::read, read_path, map_path (to set beside
-//!                           `tvm_interop.py time PATH`)
+//! interop make-model-file PATH N     write a model-shaped file: N tensors of a network's
+//!                           shapes (biases, norms, convolutions, linear layers, counters)
+//! interop measure CMD...     runs CMD (its output passes through), then prints
+//!                           `peak_kib=` from wait4's rusage: this launcher is small, so
+//!                           the child's peak RSS is its own (a child of a big parent
+//!                           inherits the parent's RSS in ru_maxrss at exec)
+//! interop child OP PATH [OUT]        one timed operation in a fresh process, for
+//!                           `params_peers.py` (which reads its peak RSS with wait4):
+//!                           OP = mmap_open | mmap_touch | read_full | write (PATH read
+//!                           into memory untimed, then written to OUT)
 //! ```
 //!
 //! Prints `N passed, M failed` and exits non-zero on any failure.
@@ -248,32 +256,123 @@ fn make_bench_file(path: &Path, mib: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// Best of `n` runs of `f`, in seconds. What `f` returns is dropped after
-/// the clock stops (as `tvm_interop.py time` frees TVM's dict untimed).
-fn best_of<T>(n: usize, mut f: impl FnMut() -> T) -> f64 {
-    (0..n)
-        .map(|_| {
-            let t = std::time::Instant::now();
-            let out = std::hint::black_box(f());
-            let secs = t.elapsed().as_secs_f64();
-            drop(out);
-            secs
-        })
-        .fold(f64::INFINITY, f64::min)
+/// A model-shaped file: `n` tensors cycling through the kinds of a
+/// convolutional network with a classifier (conv weights, batch-norm
+/// vectors, biases, linear weights, an int64 counter, float16 embeddings).
+fn make_model_file(path: &Path, n: usize) -> Result<(), String> {
+    let mut d = ParamDict::new();
+    for i in 0..n {
+        let c = 16usize << (i / 7 % 4); // 16, 32, 64, 128 channels
+        let (name, p, shape): (String, Primitive, Vec<usize>) = match i % 7 {
+            0 => (
+                format!("block{i}.conv.weight"),
+                Primitive::Float32,
+                vec![c, c, 3, 3],
+            ),
+            1 => (format!("block{i}.bn.gamma"), Primitive::Float32, vec![c]),
+            2 => (format!("block{i}.bn.beta"), Primitive::Float32, vec![c]),
+            3 => (format!("block{i}.bn.num_batches"), Primitive::Int64, vec![]),
+            4 => (
+                format!("block{i}.fc.weight"),
+                Primitive::Float32,
+                vec![c * 4, c],
+            ),
+            5 => (format!("block{i}.fc.bias"), Primitive::Float32, vec![c * 4]),
+            _ => (format!("block{i}.embed"), Primitive::Float16, vec![64, c]),
+        };
+        let len = shape.iter().product::<usize>() * p.size();
+        let data: Vec<u8> = (0..len).map(|j| (i * 131 + j * 7) as u8).collect();
+        let t = Tensor::new(p, &shape, data).map_err(|e| e.to_string())?;
+        d.insert(name, t);
+    }
+    let n = d
+        .write_path_with(path, &WriteOptions::default().sync(false), &mut |_| {})
+        .map_err(|e| e.to_string())?;
+    println!("wrote {n} bytes to {}", path.display());
+    Ok(())
 }
 
-fn time_read(path: &Path, n: usize) -> Result<(), String> {
-    let len = fs::metadata(path).map_err(|e| e.to_string())?.len() as f64;
-    let report = |what: &str, s: f64| println!("{what} seconds={s:.4} gbps={:.3}", len / s / 1e9);
-    report("baseline_fs_read", best_of(n, || fs::read(path).unwrap()));
-    report(
-        "params_io_read_full",
-        best_of(n, || ReadOptions::new().read_path(path).unwrap()),
-    );
-    report(
-        "params_io_mmap_open",
-        best_of(n, || ReadOptions::new().map_path(path).unwrap()),
-    );
+/// `VmHWM` (peak resident set so far) of this process, in KiB.
+fn hwm_kib() -> u64 {
+    fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// One operation of `params_peers.py`, timed, in this (fresh) process;
+/// prints `start_kib= before_kib= seconds= check=`.
+fn child(op: &str, path: &Path, out: Option<&Path>) -> Result<(), String> {
+    let start = hwm_kib();
+    let e = |e: params_io::Error| e.to_string();
+    let (before, secs, check) = match (op, out) {
+        ("mmap_open", _) => {
+            let t = std::time::Instant::now();
+            let d = ReadOptions::new().map_path(path).map_err(e)?;
+            let n: usize = d.iter().map(|p| p.tensor().shape().len()).sum();
+            (start, t.elapsed().as_secs_f64(), n as u64 + d.len() as u64)
+        }
+        ("mmap_touch", _) => {
+            let t = std::time::Instant::now();
+            let d = ReadOptions::new().map_path(path).map_err(e)?;
+            let sum = d.iter().fold(0u64, |acc, p| {
+                p.tensor()
+                    .data()
+                    .iter()
+                    .fold(acc, |a, &b| a.wrapping_add(u64::from(b)))
+            });
+            (start, t.elapsed().as_secs_f64(), sum)
+        }
+        ("read_full", _) => {
+            let t = std::time::Instant::now();
+            let d = ReadOptions::new().read_path(path).map_err(e)?;
+            let secs = t.elapsed().as_secs_f64();
+            (start, secs, d.data_bytes())
+        }
+        ("write", Some(out)) => {
+            let d = ReadOptions::new().read_path(path).map_err(e)?;
+            let before = hwm_kib();
+            let t = std::time::Instant::now();
+            let n = d
+                .write_path_with(out, &WriteOptions::default().sync(false), &mut |_| {})
+                .map_err(e)?;
+            (before, t.elapsed().as_secs_f64(), n)
+        }
+        _ => return Err(format!("unknown child operation {op:?}")),
+    };
+    println!("start_kib={start} before_kib={before} seconds={secs:.6} check={check}");
+    Ok(())
+}
+
+/// Runs `cmd` and prints its peak RSS from `wait4`; fails when it fails.
+fn measure(cmd: &[&str]) -> Result<(), String> {
+    let (program, args) = cmd.split_first().ok_or("measure: no command")?;
+    let child = std::process::Command::new(program)
+        .args(args)
+        .spawn()
+        .map_err(|e| format!("spawn {program}: {e}"))?;
+    let pid = child.id() as libc::pid_t;
+    let mut status: libc::c_int = 0;
+    // SAFETY: a zeroed `rusage` is a valid value of this plain C struct.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is our unreaped child (std never waits for it: we
+    // do not call `wait`, and dropping a `Child` does not reap); `status`
+    // and `usage` are valid for writes for the whole call.
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    if r != pid {
+        return Err(format!("wait4: {}", std::io::Error::last_os_error()));
+    }
+    if !libc::WIFEXITED(status) || libc::WEXITSTATUS(status) != 0 {
+        return Err(format!(
+            "{} failed (wait status {status:#x})",
+            cmd.join(" ")
+        ));
+    }
+    println!("peak_kib={}", usage.ru_maxrss);
     Ok(())
 }
 
@@ -290,12 +389,18 @@ fn main() -> ExitCode {
             f
         }),
         ["write-ours", dir] => write_ours(Path::new(dir)).map(|()| 0),
-        ["time-read", path] => time_read(Path::new(path), 3).map(|()| 0),
         ["make-bench-file", path, mib] => {
             make_bench_file(Path::new(path), mib.parse().unwrap_or(1024)).map(|()| 0)
         }
+        ["make-model-file", path, n] => {
+            make_model_file(Path::new(path), n.parse().unwrap_or(2000)).map(|()| 0)
+        }
+        ["measure", cmd @ ..] => measure(cmd).map(|()| 0),
+        ["child", op, path] => child(op, Path::new(path), None).map(|()| 0),
+        ["child", op, path, out] => child(op, Path::new(path), Some(Path::new(out))).map(|()| 0),
         _ => Err(
-            "usage: interop read-tvm DIR | write-ours DIR | make-bench-file PATH MIB | time-read PATH"
+            "usage: interop read-tvm DIR | write-ours DIR | make-bench-file PATH MIB | \
+             make-model-file PATH N | measure CMD... | child OP PATH [OUT]"
                 .to_owned(),
         ),
     };

@@ -6,9 +6,6 @@
     tvm_interop.py check DIR    TVM loads DIR/ours/*.params (written by params-io), compares
                                 every tensor with DIR/ours/*.bin, and checks that TVM saving
                                 the loaded dict gives our bytes exactly
-    tvm_interop.py time FILE [REPEAT]
-                                times tvm.runtime.load_param_dict_from_file(FILE) and prints
-                                `tvm_load_param_dict_from_file seconds=MEDIAN min=S max=S samples=N first=S bytes=N gbps=G`
 
 Needs `apache-tvm` (0.27.0.post1 tested) and numpy. `gen` and `check` print
 `N passed, M failed` and exit 1 on any failure.
@@ -16,9 +13,7 @@ Needs `apache-tvm` (0.27.0.post1 tested) and numpy. `gen` and `check` print
 
 import json
 import os
-import statistics
 import sys
-import time
 
 import numpy as np
 import tvm
@@ -154,31 +149,11 @@ def check(dirname):
     return 1 if failed else 0
 
 
-def time_load(path, repeat=3):
-    """`repeat` loads: the median, fastest and slowest, and the first
-    (fresh heap, as a real program pays it; later loads reuse freed heap
-    pages and skip page faults)."""
-    size = os.path.getsize(path)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        m = tvm.runtime.load_param_dict_from_file(path)
-        times.append(time.perf_counter() - t0)
-        del m
-    med = statistics.median(times)
-    print(f"tvm_load_param_dict_from_file seconds={med:.4f} min={min(times):.4f} "
-          f"max={max(times):.4f} samples={repeat} first={times[0]:.4f} bytes={size} "
-          f"gbps={size / med / 1e9:.3f}")
-    return 0
-
-
 def main(argv):
     if len(argv) >= 2 and argv[0] == "gen":
         return gen(argv[1])
     if len(argv) >= 2 and argv[0] == "check":
         return check(argv[1])
-    if len(argv) >= 2 and argv[0] == "time":
-        return time_load(argv[1], int(argv[2]) if len(argv) > 2 else 3)
     print(__doc__)
     return 2
 
