@@ -315,7 +315,10 @@ fn markdown(
          the producer writes one byte per page of each payload; the consumer reads one \
          byte per page (`_page`) or every byte (`_all`); a latency sample is one payload \
          at a time, acknowledged before the next (a round trip); a stream keeps at most \
-         4 payloads in flight. `baseline_memcpy` is one copy within one process.\n"
+         4 payloads in flight. Each transport acknowledges its own way: the socket with a \
+         byte back, iceoryx2 with a sample on an acknowledgement service, fastio by the \
+         consumer freeing what it took (the producer waits until the name is gone). \
+         `baseline_memcpy` is one copy within one process.\n"
     );
     let _ = writeln!(
         w,
@@ -512,9 +515,9 @@ fn goals(w: &mut String, groups: &Groups) {
          mapping on first read and punches them out on free, where a socket copy reuses \
          the same two buffers on every call; a sleeping wait pays a futex wake-up on each \
          side of the round trip, which dominates small payloads on a VM; a round trip of \
-         ours takes the context lock about a dozen times (create, publish, release, get, \
-         free, and the acknowledgement's own), where iceoryx2 moves an offset through a \
-         lock-free queue.\n"
+         ours takes the context lock four times (create; publish and release; the \
+         consumer's map; its unmap and free) plus the producer's check that the name is \
+         gone, where iceoryx2 moves an offset through a lock-free queue each way.\n"
     );
 }
 

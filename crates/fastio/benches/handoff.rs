@@ -7,11 +7,13 @@
 //!   - `baseline_memcpy`: one copy within one process, the floor;
 //!   - `socket_<touch>`: the producer writes the payload into a Unix
 //!     socket, the consumer reads it into its buffer and acknowledges;
-//!   - `fastio_warm_<touch>`: create, write, publish, release; the consumer
+//!   - `fastio_warm_<touch>`: create, write, publish and release (one
+//!     step, `Allocation::publish_and_release`); the consumer
 //!     waits for the name on the context's publication event, maps, reads,
-//!     frees and publishes `ack`, which the producer waits for the same
-//!     way. The context keeps a cache, so blocks (and their pages) are
-//!     reused;
+//!     and unmaps and frees in one step (`MappedPublished::free`), which
+//!     is its acknowledgement: the producer waits on the same event until
+//!     the name is gone (`Context::wait_unpublished`). The context keeps
+//!     a cache, so blocks (and their pages) are reused;
 //!   - `fastio_cold_<touch>`: the same on a context without a cache: every
 //!     handoff commits fresh pages and punches them out on free;
 //!   - `fastio_warm_spin_page`: `fastio_warm_page` with both sides spinning
@@ -19,7 +21,8 @@
 //!     iceoryx2's busy-polling variant.
 //! * `stream/<size>` (throughput, at most `STREAM_DEPTH` payloads in
 //!   flight): `socket_page` (the socket's own buffers bound what is in
-//!   flight) and `fastio_warm_page` (a ring of names, each acknowledged).
+//!   flight) and `fastio_warm_page` (a ring of names, a slot reused once
+//!   its consumer freed it).
 
 mod handoff_common;
 
@@ -51,8 +54,7 @@ fn context(capacity: u64, cache: bool) -> Context {
 fn produce(ctx: &Context, size: usize, name: &str, seq: u64) {
     let mut a = ctx.create(size as u64).unwrap();
     produce_into(&mut a.map_mut().unwrap(), seq);
-    a.publish(name).unwrap();
-    a.release().unwrap();
+    a.publish_and_release(name).unwrap();
 }
 
 struct Producer {
@@ -90,7 +92,7 @@ impl Producer {
             let ctx = if cold { &p.cold } else { &p.warm };
             for seq in 0..batch.iters {
                 produce(ctx, batch.size, "handoff", seq);
-                ctx.wait_for("ack", WAIT).unwrap().free().unwrap();
+                ctx.wait_unpublished("handoff", WAIT).unwrap();
             }
         })
     }
@@ -113,25 +115,11 @@ impl Producer {
         for seq in 0..batch.iters {
             let slot = seq as usize % STREAM_DEPTH;
             if seq as usize >= STREAM_DEPTH {
-                self.warm
-                    .wait_for(&ring[slot].1, WAIT)
-                    .unwrap()
-                    .free()
-                    .unwrap();
+                self.warm.wait_unpublished(&ring[slot], WAIT).unwrap();
             }
-            produce(&self.warm, batch.size, &ring[slot].0, seq);
+            produce(&self.warm, batch.size, &ring[slot], seq);
         }
         self.consumer.wait_ack();
-        let outstanding = (batch.iters as usize).min(STREAM_DEPTH);
-        for k in 0..outstanding {
-            let seq = batch.iters as usize - outstanding + k;
-            let slot = seq % STREAM_DEPTH;
-            self.warm
-                .wait_for(&ring[slot].1, WAIT)
-                .unwrap()
-                .free()
-                .unwrap();
-        }
         t0.elapsed()
     }
 }
@@ -147,10 +135,9 @@ fn spin_budget(cmd: u8) -> Duration {
 }
 
 /// The ring of (payload, acknowledgement) names of a stream.
-fn names() -> Vec<(String, String)> {
-    (0..STREAM_DEPTH)
-        .map(|k| (format!("s{k}"), format!("a{k}")))
-        .collect()
+/// The stream's slot names: a slot is reused once its consumer freed it.
+fn names() -> Vec<String> {
+    (0..STREAM_DEPTH).map(|k| format!("s{k}")).collect()
 }
 
 fn latency(g: &mut BenchmarkGroup<'_, WallTime>, p: &mut Producer) {
@@ -233,18 +220,16 @@ fn child(path: &str) {
                 }
                 b'w' | b'x' | b'c' | b'W' => {
                     let ctx = if batch.cmd == b'c' { &cold } else { &warm };
-                    let (name, ack) = if batch.cmd == b'W' {
-                        let slot = &ring[seq as usize % STREAM_DEPTH];
-                        (slot.0.as_str(), slot.1.as_str())
+                    let name = if batch.cmd == b'W' {
+                        ring[seq as usize % STREAM_DEPTH].as_str()
                     } else {
-                        ("handoff", "ack")
+                        "handoff"
                     };
+                    // Done: unmap and free in one step; the producer,
+                    // waiting until the name goes, learns of it.
                     let m = ctx.map_wait(name, WAIT).unwrap();
                     sum = sum.wrapping_add(batch.touch.consume(&m));
-                    let a = m.allocation().try_clone().unwrap();
-                    drop(m);
-                    a.free().unwrap();
-                    ctx.create(1).unwrap().publish(ack).unwrap();
+                    m.free().unwrap();
                 }
                 other => panic!("unknown batch command {other}"),
             }

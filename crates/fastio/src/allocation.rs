@@ -1,6 +1,7 @@
 //! Local references to shared memory: [`Allocation`].
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use dtype::{Primitive, Type};
 
@@ -23,7 +24,18 @@ pub struct Allocation {
     element: Type,
     dims: Vec<usize>,
     held: bool,
+    /// The block's heap offset while the allocation is *private*: made by
+    /// this handle's `create` and never published, cloned or mapped other
+    /// than by `map_mut` since. No other handle to it exists in any
+    /// process, so `map_mut` needs no registration in the shared tables
+    /// (module `mapping`). `NOT_PRIVATE` otherwise. Only ever goes from
+    /// private to not (atomic so that `Allocation` stays `Sync`; `&self`
+    /// methods clear it).
+    private_off: AtomicU64,
 }
+
+/// `private_off` of an allocation that is not private.
+const NOT_PRIVATE: u64 = u64::MAX;
 
 impl std::fmt::Debug for Allocation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -78,7 +90,27 @@ impl Allocation {
             element: Type::primitive(Primitive::UInt8),
             dims: vec![usize::try_from(size).unwrap_or(usize::MAX)],
             held: true,
+            private_off: AtomicU64::new(NOT_PRIVATE),
         }
+    }
+
+    /// A new allocation that only this handle can reach (`create`), its
+    /// block at heap offset `off`.
+    pub(crate) fn new_private(shared: Arc<Shared>, id: AllocId, size: u64, off: u64) -> Allocation {
+        let a = Allocation::new(shared, id, size);
+        a.private_off.store(off, Ordering::Relaxed);
+        a
+    }
+
+    /// The block's heap offset if the allocation is private (see
+    /// `private_off`).
+    pub(crate) fn private_off(&self) -> Option<u64> {
+        Some(self.private_off.load(Ordering::Relaxed)).filter(|&o| o != NOT_PRIVATE)
+    }
+
+    /// Another handle or a publication may reach it from now on.
+    pub(crate) fn end_private(&self) {
+        self.private_off.store(NOT_PRIVATE, Ordering::Relaxed);
     }
 
     /// The reference `get` returned (its hold is taken, and with `mapped`
@@ -99,6 +131,7 @@ impl Allocation {
             element,
             dims,
             held: true,
+            private_off: AtomicU64::new(NOT_PRIVATE),
         };
         let check = required_size(&a.element, &a.dims).and_then(|(elem, numel, required)| {
             if required != size || (numel != 0 && required / numel != elem) {
@@ -111,7 +144,7 @@ impl Allocation {
         });
         if let Err(e) = check {
             if mapped {
-                a.unmap_and_release();
+                let _ = a.unmap_and_drop(false);
             }
             // Otherwise dropping `a` releases the hold.
             return Err(e);
@@ -166,21 +199,50 @@ impl Allocation {
     ///
     /// [`Context::wait_for`]: crate::Context::wait_for
     pub fn publish(&self, name: &str) -> Result<()> {
-        let meta = Meta {
-            type_text: self.element.to_string(),
-            dims: self.dims.iter().map(|&d| d as u64).collect(),
-        };
+        self.end_private();
+        let meta = self.meta();
         self.shared
             .with_table_retry(|l| l.t.publish(self.id, name, &meta))?;
-        // Wake processes waiting for a name (`Context::wait_for`); no
-        // system call when nobody waits.
-        self.shared.publications()?.notify();
-        Ok(())
+        // Wake processes waiting for a name (`Context::wait_for`).
+        self.names_changed()
+    }
+
+    /// [`publish`](Allocation::publish)es under `name` and drops this
+    /// reference in one round trip of the context lock: a producer's
+    /// hand-off of memory it is done writing.
+    ///
+    /// ```
+    /// # let ctx = fastio::Context::new(&fastio::ContextOptions::new().anonymous(true)).unwrap();
+    /// let mut a = ctx.create(4).unwrap();
+    /// a.map_mut().unwrap().copy_from_slice(b"data");
+    /// a.publish_and_release("frame").unwrap();
+    /// assert_eq!(&ctx.map("frame").unwrap()[..], b"data");
+    /// ```
+    pub fn publish_and_release(mut self, name: &str) -> Result<()> {
+        self.end_private();
+        let meta = self.meta();
+        let id = self.id;
+        self.shared.with_table_retry(|l| {
+            l.t.publish(id, name, &meta)?;
+            let d = l.t.release(id, l.me)?;
+            l.discards.extend(d);
+            Ok(())
+        })?;
+        self.held = false;
+        self.names_changed()
+    }
+
+    fn meta(&self) -> Meta {
+        Meta {
+            type_text: self.element.to_string(),
+            dims: self.dims.iter().map(|&d| d as u64).collect(),
+        }
     }
 
     /// Another local reference to the same memory, with a copy of this
     /// one's metadata.
     pub fn try_clone(&self) -> Result<Allocation> {
+        self.end_private();
         self.shared.with_table(|l| l.t.add_hold(self.id, l.me))?;
         let mut a = Allocation::new(self.shared.clone(), self.id, self.size);
         a.element = self.element.clone();
@@ -202,19 +264,28 @@ impl Allocation {
         self.drop_hold(true)
     }
 
-    /// Drops a read mapping and this reference in one round trip of the
-    /// context lock (for `MappedPublished`).
-    pub(crate) fn unmap_and_release(&mut self) {
+    /// Drops a read mapping and this reference (freeing the memory when
+    /// `free`) in one round trip of the context lock (for
+    /// `MappedPublished`). Nothing to do when the reference is gone.
+    pub(crate) fn unmap_and_drop(&mut self, free: bool) -> Result<()> {
         if !self.held {
-            return;
+            return Ok(());
         }
         self.held = false;
-        let _ = self.shared.with_table(|l| {
+        self.shared.with_table(|l| {
             l.t.unmap_read(self.id, l.me)?;
-            let d = l.t.release(self.id, l.me)?;
+            let d = if free {
+                l.t.free(self.id, l.me)?
+            } else {
+                l.t.release(self.id, l.me)?
+            };
             l.discards.extend(d);
             Ok(())
-        });
+        })?;
+        if free {
+            self.names_changed()?;
+        }
+        Ok(())
     }
 
     fn drop_hold(&mut self, free: bool) -> Result<()> {
@@ -227,7 +298,19 @@ impl Allocation {
             };
             l.discards.extend(d);
             Ok(())
-        })
+        })?;
+        if free {
+            self.names_changed()?;
+        }
+        Ok(())
+    }
+
+    /// Wakes processes waiting for the names to change (its names went
+    /// away: [`Context::wait_unpublished`](crate::Context::wait_unpublished));
+    /// no system call when nobody waits.
+    fn names_changed(&self) -> Result<()> {
+        self.shared.publications()?.notify();
+        Ok(())
     }
 }
 

@@ -14,6 +14,7 @@ use crate::allocation::Allocation;
 use crate::error::{Error, Result};
 use crate::layout::{HEADER_WORDS, Layout, hdr};
 use crate::mapping::MappedPublished;
+use crate::names::validate_name;
 use crate::ops::{Begun, Discard};
 use crate::recover::Recovery;
 use crate::table::{ACTIVE, CREATING, DOOMED, FREE, Me, Table};
@@ -516,12 +517,18 @@ impl Context {
     /// one (no system call, memory already faulted in); otherwise a new
     /// block is committed with `fallocate`, outside the context lock.
     pub fn create(&self, size: u64) -> Result<Allocation> {
-        let begun = self
-            .shared
-            .with_table_retry(|l| l.t.begin_create(size, l.me, &mut l.discards))?;
-        let id = match begun {
-            Begun::Warm(id) => id,
-            Begun::Cold { id, off, cap } => {
+        let begun = self.shared.with_table_retry(|l| {
+            let begun = l.t.begin_create(size, l.me, &mut l.discards)?;
+            let warm_off = match begun {
+                Begun::Warm(id) => Some(l.t.extent(id)?.1),
+                Begun::Cold { .. } => None,
+            };
+            Ok((begun, warm_off))
+        })?;
+        let (id, off) = match begun {
+            (Begun::Warm(id), Some(off)) => (id, off),
+            (Begun::Warm(_), None) => return Err(Error::corrupt("a reused block has no extent")),
+            (Begun::Cold { id, off, cap }, _) => {
                 let at = Offset(self.shared.layout.heap_offset + off);
                 let committed = self.shared.segment.commit_range(at, cap);
                 if committed.is_ok() {
@@ -535,10 +542,10 @@ impl Context {
                     Ok(())
                 })?;
                 committed?;
-                id
+                (id, off)
             }
         };
-        Ok(Allocation::new(self.shared.clone(), id, size))
+        Ok(Allocation::new_private(self.shared.clone(), id, size, off))
     }
 
     /// Allocates an array of `element` with `shape`: [`create`] of the
@@ -609,6 +616,13 @@ impl Context {
         })?;
         let alloc = Allocation::from_published(self.shared.clone(), id, size, element, dims, true)?;
         MappedPublished::new(alloc, off, size)
+    }
+
+    /// Whether `name` is published now.
+    pub fn is_published(&self, name: &str) -> Result<bool> {
+        validate_name(name)?;
+        self.shared
+            .with_table(|l| Ok(l.t.find_name(name)?.is_some()))
     }
 
     /// The names currently published.

@@ -44,3 +44,34 @@ fn corrupted_control_data_gives_errors() {
     scribble(&ctx, rec0, &u64::MAX.to_le_bytes());
     assert!(matches!(ctx.stats(), Err(Error::Corrupt(_))));
 }
+
+#[test]
+#[cfg_attr(miri, ignore = "needs real shared memory")]
+fn a_private_write_mapping_skips_the_tables_until_others_can_reach_it() {
+    let ctx = context(1 << 20);
+    let mut a = ctx.create(64).unwrap();
+    assert!(a.private_off().is_some());
+    a.map_mut().unwrap()[0] = 1; // private: no registration
+    a.map_mut().unwrap()[1] = 2; // nothing was left registered
+    a.publish("p").unwrap();
+    assert!(a.private_off().is_none());
+    let reader = ctx.map("p").unwrap();
+    assert_eq!(&reader[..2], &[1, 2]);
+    // Published and mapped by a reader: a writer is refused again.
+    assert!(matches!(a.map_mut(), Err(Error::MapConflict(_))));
+    drop(reader);
+    a.map_mut().unwrap()[0] = 3;
+
+    // A clone ends the privacy: the clone's reader excludes the writer.
+    let mut b = ctx.create(64).unwrap();
+    let c = b.try_clone().unwrap();
+    let r = c.map().unwrap();
+    assert!(matches!(b.map_mut(), Err(Error::MapConflict(_))));
+    drop(r);
+    // So does an array over it.
+    let mut d = ctx.create(64).unwrap();
+    let arr = d.map_as_ndobject().unwrap();
+    assert!(matches!(d.map_mut(), Err(Error::MapConflict(_))));
+    drop(arr);
+    d.map_mut().unwrap()[0] = 9;
+}

@@ -29,6 +29,15 @@
 //!   writes them through this library. (A process that writes the shared
 //!   memory without the library is outside what any mapping API can
 //!   promise, as for files under `memmap2`.)
+//! * **Private allocations.** [`Allocation::map_mut`] of an allocation
+//!   that is still *private* (made by this handle's `create`, and since
+//!   then not published, cloned or mapped any other way; `private_off`)
+//!   registers nothing: no other handle to its record exists in any
+//!   process (nobody can `get` it without a name, and clones and arrays
+//!   would have ended the privacy first), and the guard's `&mut` borrow
+//!   excludes every other use of this handle while it lives. So the
+//!   aliasing argument above holds without the tables, and the handoff's
+//!   producer saves two round trips of the context lock.
 
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
@@ -48,6 +57,7 @@ enum Kind {
 /// Registers a mapping of `alloc` and returns the bytes' address: in the
 /// read-only view for [`Kind::Read`], in the read-write one otherwise.
 fn register(alloc: &Allocation, kind: Kind) -> Result<(NonNull<u8>, usize)> {
+    alloc.end_private();
     let id = alloc.id;
     let (off, size) = alloc.shared.with_table_retry(|l| {
         match kind {
@@ -91,6 +101,9 @@ pub struct MappedMut<'a> {
     alloc: &'a mut Allocation,
     ptr: NonNull<u8>,
     len: usize,
+    /// Whether the mapping is in the shared tables (not for a private
+    /// allocation: module docs).
+    registered: bool,
 }
 
 /// A read mapping of a published allocation that owns its reference:
@@ -142,9 +155,20 @@ impl Deref for MappedPublished {
     }
 }
 
+impl MappedPublished {
+    /// Unmaps and [`free`](Allocation::free)s the allocation in one round
+    /// trip of the context lock: the consumer's "done" (its names go, and
+    /// a producer in [`Context::wait_unpublished`] wakes up).
+    ///
+    /// [`Context::wait_unpublished`]: crate::Context::wait_unpublished
+    pub fn free(mut self) -> Result<()> {
+        self.alloc.unmap_and_drop(true)
+    }
+}
+
 impl Drop for MappedPublished {
     fn drop(&mut self) {
-        self.alloc.unmap_and_release();
+        let _ = self.alloc.unmap_and_drop(false);
     }
 }
 
@@ -171,11 +195,24 @@ impl Allocation {
     /// Maps the memory for reading and writing, exclusively: fails fast
     /// with [`Error::MapConflict`] while any other mapping exists anywhere.
     pub fn map_mut(&mut self) -> Result<MappedMut<'_>> {
+        if let Some(off) = self.private_off() {
+            // Private: nothing to register (module docs).
+            let len =
+                usize::try_from(self.size()).map_err(|_| Error::corrupt("size exceeds memory"))?;
+            let ptr = self.shared.heap_ptr(off, self.size(), true)?;
+            return Ok(MappedMut {
+                alloc: self,
+                ptr,
+                len,
+                registered: false,
+            });
+        }
         let (ptr, len) = register(self, Kind::Write)?;
         Ok(MappedMut {
             alloc: self,
             ptr,
             len,
+            registered: true,
         })
     }
 
@@ -288,7 +325,9 @@ impl Drop for Mapped<'_> {
 
 impl Drop for MappedMut<'_> {
     fn drop(&mut self) {
-        unregister(self.alloc, Kind::Write);
+        if self.registered {
+            unregister(self.alloc, Kind::Write);
+        }
     }
 }
 

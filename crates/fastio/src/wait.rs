@@ -1,6 +1,8 @@
-//! Waiting for a publication: [`Context::wait_for`] and
-//! [`Context::map_wait`], on the context's publication event (a futex word
-//! in the segment, shm-core's `ShmEvent`), optionally spinning first.
+//! Waiting for the names to change: [`Context::wait_for`] and
+//! [`Context::map_wait`] (a name appears), [`Context::wait_unpublished`]
+//! (a name goes), on the context's publication event (a futex word in the
+//! segment, shm-core's `ShmEvent`, bumped by every publish and free),
+//! optionally spinning first.
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -29,13 +31,42 @@ impl Context {
     /// ));
     /// ```
     pub fn wait_for(&self, name: &str, timeout: Duration) -> Result<Allocation> {
-        self.until_published(name, timeout, |n| self.get(n))
+        self.until(name, timeout, |n| self.get(n))
     }
 
     /// [`wait_for`](Context::wait_for) and [`map`](Context::map): waits
     /// until `name` is published, then maps it for reading.
     pub fn map_wait(&self, name: &str, timeout: Duration) -> Result<MappedPublished> {
-        self.until_published(name, timeout, |n| self.map(n))
+        self.until(name, timeout, |n| self.map(n))
+    }
+
+    /// Waits until `name` is no longer published (or `timeout` passes):
+    /// the producer's side of a handoff whose consumer
+    /// [`free`](crate::Allocation::free)s what it took (or
+    /// [`MappedPublished::free`]), on the same event as
+    /// [`wait_for`](Context::wait_for), so no acknowledgement needs to be
+    /// published.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// # let ctx = fastio::Context::new(&fastio::ContextOptions::new().anonymous(true)).unwrap();
+    /// let a = ctx.create(16).unwrap();
+    /// a.publish("frame").unwrap();
+    /// assert!(matches!(
+    ///     ctx.wait_unpublished("frame", Duration::from_millis(1)),
+    ///     Err(fastio::Error::WaitTimeout(_))
+    /// ));
+    /// ctx.map("frame").unwrap().free().unwrap(); // the consumer is done
+    /// ctx.wait_unpublished("frame", Duration::from_secs(1)).unwrap();
+    /// ```
+    pub fn wait_unpublished(&self, name: &str, timeout: Duration) -> Result<()> {
+        self.until(name, timeout, |n| {
+            if self.is_published(n)? {
+                Err(Error::UnknownName(n.to_owned()))
+            } else {
+                Ok(())
+            }
+        })
     }
 
     /// How long [`wait_for`](Context::wait_for) and
@@ -57,9 +88,10 @@ impl Context {
         Duration::from_nanos(self.shared.wait_spin_ns.load(Ordering::Relaxed))
     }
 
-    /// Runs `look(name)` until it finds `name`, spinning and then sleeping
-    /// on the publication event between tries, for at most `timeout`.
-    fn until_published<T>(
+    /// Runs `look(name)` until it stops failing with `UnknownName`
+    /// ("not yet"), spinning and then sleeping on the publication event
+    /// between tries, for at most `timeout`.
+    fn until<T>(
         &self,
         name: &str,
         timeout: Duration,

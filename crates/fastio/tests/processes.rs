@@ -100,6 +100,15 @@ fn child_entry() {
             a.map_mut().unwrap()[0] = 42;
             a.publish("late").unwrap();
         }
+        // Takes `frame` when it appears, checks it, and frees it (the
+        // consumer's "done").
+        "take_and_free" => {
+            let m = ctx
+                .map_wait("frame", std::time::Duration::from_secs(30))
+                .unwrap();
+            assert_eq!(m[0], 7);
+            m.free().unwrap();
+        }
         // Writes through the address of a read mapping: must die by SIGSEGV.
         "write_input" => {
             let a = ctx.get("x").unwrap();
@@ -380,4 +389,23 @@ fn a_spinning_wait_sees_a_publication_from_another_process_and_keeps_its_timeout
     assert_eq!(m[0], 42);
     drop(m);
     assert!(child.success());
+}
+
+#[test]
+fn a_producer_learns_that_the_consumer_freed_its_frame() {
+    use std::time::Duration;
+    let ctx = context(1 << 20);
+    ctx.set_wait_spin(Duration::from_millis(1));
+    let mut child = spawn(ENTRY, &ctx, "take_and_free", &[]);
+    let mut a = ctx.create(4096).unwrap();
+    a.map_mut().unwrap()[0] = 7; // private: not registered
+    a.publish("frame").unwrap();
+    assert!(ctx.is_published("frame").unwrap());
+    a.release().unwrap();
+    ctx.wait_unpublished("frame", Duration::from_secs(30))
+        .unwrap();
+    assert!(!ctx.is_published("frame").unwrap());
+    assert!(child.success());
+    // Freed by the consumer: gone for good, its block back in the cache.
+    assert!(matches!(ctx.get("frame"), Err(Error::UnknownName(_))));
 }
