@@ -22,7 +22,10 @@
 //! * `stream/<size>` (throughput, at most `STREAM_DEPTH` payloads in
 //!   flight): `socket_page` (the socket's own buffers bound what is in
 //!   flight) and `fastio_warm_page` (a ring of names, a slot reused once
-//!   its consumer freed it).
+//!   its consumer freed it; with every slot in flight the producer polls
+//!   for a free one, as iceoryx2's `RetryUntilDelivered` backpressure
+//!   does, while the consumer sleeps on the event like iceoryx2's
+//!   listener).
 
 mod handoff_common;
 
@@ -109,6 +112,10 @@ impl Producer {
     }
 
     fn fastio_stream(&mut self, batch: Batch) -> Duration {
+        // Under backpressure (every slot in flight) the producer polls for
+        // a free slot, as iceoryx2's `RetryUntilDelivered` does (its
+        // adaptive wait); both consumers sleep on their event.
+        self.warm.set_wait_spin(STREAM_BACKPRESSURE_SPIN);
         let t0 = Instant::now();
         self.consumer.begin(batch);
         let ring = names();
@@ -124,6 +131,9 @@ impl Producer {
     }
 }
 
+/// How long the stream's producer polls for a free slot before it sleeps.
+const STREAM_BACKPRESSURE_SPIN: Duration = Duration::from_millis(1);
+
 /// How long waits spin before they sleep: long enough to cover any
 /// handoff in the `fastio_warm_spin` variant (`x`), zero otherwise.
 fn spin_budget(cmd: u8) -> Duration {
@@ -134,7 +144,6 @@ fn spin_budget(cmd: u8) -> Duration {
     }
 }
 
-/// The ring of (payload, acknowledgement) names of a stream.
 /// The stream's slot names: a slot is reused once its consumer freed it.
 fn names() -> Vec<String> {
     (0..STREAM_DEPTH).map(|k| format!("s{k}")).collect()
