@@ -511,9 +511,16 @@ fn goals(w: &mut String, groups: &Groups) {
     let _ = writeln!(
         w,
         "\nWhat the misses cost, when they show: a cold handoff commits fresh pages in \
-         the producer (one `MADV_POPULATE_WRITE` call), faults them into the consumer's \
-         mapping on first read and punches them out on free, where a socket copy reuses \
-         the same two buffers on every call; a sleeping wait pays a futex wake-up on each \
+         the producer (`fallocate`, then one `MADV_POPULATE_WRITE` call), faults them into \
+         the consumer's mapping on first read and punches them out on free, where a socket \
+         copy reuses the same two buffers on every call; group `cold_parts` below times \
+         those three steps alone (on this VM the kernel's page allocation and zeroing in \
+         `create` cost the most, then the hole punch; transparent huge pages for shared \
+         memory, which would cut both, are off here: see `shmem_enabled` above), and a \
+         context's cache (`cache_limit`) is what avoids them all; a stream pays the \
+         context lock about four times per payload (plus the waits' checks), where \
+         iceoryx2's publisher and subscriber exchange offsets through lock-free queues; \
+         a sleeping wait pays a futex wake-up on each \
          side of the round trip, which dominates small payloads on a VM; a round trip of \
          ours takes the context lock four times (create; publish and release; the \
          consumer's map; its unmap and free) plus the producer's check that the name is \

@@ -5,13 +5,20 @@
 //!   allocation, against an in-process `HashMap` lookup + `Arc` clone.
 //! * `cycle`: create + publish + get + free of a 4 KiB allocation whose
 //!   block is recycled, against allocating and touching a 4 KiB `Vec`.
+//! * `cold_parts/<size>`: where a cold handoff's time goes, in one
+//!   process on a context without a cache: `create` (commit with
+//!   `fallocate`, fault in with `MADV_POPULATE_WRITE`), a first read of
+//!   one byte per page through a new read mapping (page faults), and
+//!   `free` (hole punch), against writing one byte per page of a warm
+//!   buffer of the same size.
 //! * the handoff between processes is in `handoff.rs`.
 
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use criterion::Criterion;
+use criterion::{Criterion, Throughput};
 use fastio::{Context, ContextOptions};
 
 const PAGE: usize = 4096;
@@ -73,9 +80,67 @@ fn cycle(c: &mut Criterion) {
     g.finish();
 }
 
+/// One cold handoff's steps, each timed alone over `iters` rounds: which
+/// step `part` selects is timed, the others run untimed.
+fn cold_round(ctx: &Context, size: usize, iters: u64, part: &str) -> Duration {
+    let mut timed = Duration::ZERO;
+    for _ in 0..iters {
+        let t = Instant::now();
+        let mut a = ctx.create(size as u64).unwrap();
+        if part == "create" {
+            timed += t.elapsed();
+        }
+        let mut w = a.map_mut().unwrap();
+        for i in (0..size).step_by(PAGE) {
+            w[i] = 1;
+        }
+        drop(w);
+        a.publish("cold").unwrap();
+        let t = Instant::now();
+        let m = ctx.map("cold").unwrap();
+        let sum: u64 = (0..size).step_by(PAGE).map(|i| u64::from(m[i])).sum();
+        black_box(sum);
+        drop(m);
+        if part == "first_read" {
+            timed += t.elapsed();
+        }
+        let t = Instant::now();
+        a.free().unwrap();
+        if part == "free" {
+            timed += t.elapsed();
+        }
+    }
+    timed
+}
+
+fn cold_parts(c: &mut Criterion) {
+    let ctx = Context::new(&options(1 << 28).cache_limit(0)).unwrap();
+    for (size, label) in [(1usize << 20, "1MiB"), (16 << 20, "16MiB")] {
+        let mut g = c.benchmark_group(format!("cold_parts/{label}"));
+        g.throughput(Throughput::Bytes(size as u64));
+        g.sample_size(10);
+        for part in ["create", "first_read", "free"] {
+            g.bench_function(format!("fastio_{part}"), |b| {
+                b.iter_custom(|iters| cold_round(&ctx, size, iters, part))
+            });
+        }
+        let mut warm = vec![0u8; size];
+        g.bench_function("baseline_touch_warm", |b| {
+            b.iter(|| {
+                for i in (0..size).step_by(PAGE) {
+                    warm[i] = warm[i].wrapping_add(1);
+                }
+                black_box(&warm);
+            })
+        });
+        g.finish();
+    }
+}
+
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     steady_state(&mut c);
     cycle(&mut c);
+    cold_parts(&mut c);
     c.final_summary();
 }
