@@ -16,6 +16,7 @@ use crate::layout::{HEADER_WORDS, Layout, hdr};
 use crate::mapping::MappedPublished;
 use crate::names::validate_name;
 use crate::ops::{Begun, Discard};
+use crate::options::ContextOptions;
 use crate::recover::Recovery;
 use crate::table::{ACTIVE, CREATING, DOOMED, FREE, Me, Table};
 
@@ -25,106 +26,6 @@ pub const CONTEXT_ENV: &str = "FASTIO_CONTEXT";
 /// Offset of the publication event from the context mutex (which takes 8
 /// bytes; the control words start at 64).
 const PUBLICATION_EVENT: u64 = 8;
-
-/// Name prefix of context segments under `/dev/shm`.
-pub const DEFAULT_PREFIX: &str = "fastio";
-
-/// Capacities of a new context.
-#[derive(Debug, Clone)]
-pub struct ContextOptions {
-    capacity: u64,
-    max_allocations: u32,
-    max_names: u32,
-    max_participants: u32,
-    cache_limit: Option<u64>,
-    prefix: String,
-    anonymous: bool,
-    persist: bool,
-}
-
-impl Default for ContextOptions {
-    fn default() -> Self {
-        ContextOptions {
-            capacity: 1 << 30,
-            max_allocations: 1024,
-            max_names: 1024,
-            max_participants: 64,
-            cache_limit: None,
-            prefix: DEFAULT_PREFIX.to_owned(),
-            anonymous: false,
-            persist: false,
-        }
-    }
-}
-
-impl ContextOptions {
-    /// Defaults: 1 GiB of allocation memory, 1024 allocations, 1024
-    /// published names, 64 processes.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Bytes available to allocations (rounded up to whole pages). Memory
-    /// is only committed as blocks are first used. Each allocation takes a
-    /// block of its size class: whole pages, and at most 1/8 more than
-    /// requested.
-    pub fn capacity(mut self, bytes: u64) -> Self {
-        self.capacity = bytes;
-        self
-    }
-
-    /// Most allocations alive at once (including freed ones still mapped).
-    pub fn max_allocations(mut self, n: u32) -> Self {
-        self.max_allocations = n;
-        self
-    }
-
-    /// Most names published at once.
-    pub fn max_names(mut self, n: u32) -> Self {
-        self.max_names = n;
-        self
-    }
-
-    /// Most processes attached at once (1..=64).
-    pub fn max_participants(mut self, n: u32) -> Self {
-        self.max_participants = n;
-        self
-    }
-
-    /// Most bytes of reclaimed blocks kept committed for reuse (default:
-    /// the whole capacity). Reused blocks are already faulted in, which is
-    /// what makes a warm handoff cheap; blocks beyond the limit go back to
-    /// the system at once.
-    pub fn cache_limit(mut self, bytes: u64) -> Self {
-        self.cache_limit = Some(bytes);
-        self
-    }
-
-    /// Name prefix of the segment under `/dev/shm` (default `fastio`).
-    pub fn prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
-
-    /// Back the context with an anonymous `memfd` instead of a named
-    /// segment: nothing appears in `/dev/shm`, and other processes reach it
-    /// only through its descriptor (`Segment::from_fd` on a copy of it,
-    /// then [`Context::from_segment`]); its
-    /// [`handle`](Context::handle) is empty.
-    pub fn anonymous(mut self, anonymous: bool) -> Self {
-        self.anonymous = anonymous;
-        self
-    }
-
-    /// Keep a named context's segment in `/dev/shm` after the owner's
-    /// handle is dropped (closed, but there to inspect, e.g. with
-    /// `fastio shm ls`); `fastio shm gc` or the next `Context::new` with
-    /// the same prefix removes it once nobody has it open.
-    pub fn persist(mut self, persist: bool) -> Self {
-        self.persist = persist;
-        self
-    }
-}
 
 /// Counts describing a context's use, from one consistent snapshot.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
