@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::bench::{human_time, target_dir};
-use crate::bench_peers::{Peer, field};
+use crate::bench_peers::{Peer, field, word};
 use crate::step::Step;
 use crate::{interop, root};
 
@@ -38,11 +38,6 @@ impl Row {
     fn rss_ratio(&self) -> f64 {
         (self.peak_kib - self.start_kib) * 1024.0 / self.bytes
     }
-}
-
-fn word<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    line.split_whitespace()
-        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
 }
 
 pub(crate) fn parse(output: &str) -> Vec<Row> {

@@ -90,10 +90,13 @@ pub(crate) fn iceoryx2(criterion_dir: &Path, filter: &[String]) -> Peer {
 
 /// The words `key=value` of `line`, as numbers.
 pub(crate) fn field(line: &str, key: &str) -> Option<f64> {
+    word(line, key)?.parse().ok()
+}
+
+/// The word `key=value` of `line`: its value.
+pub(crate) fn word<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split_whitespace()
-        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))?
-        .parse()
-        .ok()
+        .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
 }
 
 /// One `NAME seconds=MEDIAN [min=S max=S samples=N]` line of a peer script.

@@ -199,10 +199,7 @@ impl Allocation {
     ///
     /// [`Context::wait_for`]: crate::Context::wait_for
     pub fn publish(&self, name: &str) -> Result<()> {
-        self.end_private();
-        let meta = self.meta();
-        self.shared
-            .with_table_retry(|l| l.t.publish(self.id, name, &meta))?;
+        self.publish_in_table(name, false)?;
         // Wake processes waiting for a name (`Context::wait_for`).
         self.names_changed()
     }
@@ -219,24 +216,27 @@ impl Allocation {
     /// assert_eq!(&ctx.map("frame").unwrap()[..], b"data");
     /// ```
     pub fn publish_and_release(mut self, name: &str) -> Result<()> {
-        self.end_private();
-        let meta = self.meta();
-        let id = self.id;
-        self.shared.with_table_retry(|l| {
-            l.t.publish(id, name, &meta)?;
-            let d = l.t.release(id, l.me)?;
-            l.discards.extend(d);
-            Ok(())
-        })?;
+        self.publish_in_table(name, true)?;
         self.held = false;
         self.names_changed()
     }
 
-    fn meta(&self) -> Meta {
-        Meta {
+    /// Publishes under `name` with the current metadata, and drops this
+    /// reference in the same round trip of the lock when `release`.
+    fn publish_in_table(&self, name: &str, release: bool) -> Result<()> {
+        self.end_private();
+        let meta = Meta {
             type_text: self.element.to_string(),
             dims: self.dims.iter().map(|&d| d as u64).collect(),
-        }
+        };
+        self.shared.with_table_retry(|l| {
+            l.t.publish(self.id, name, &meta)?;
+            if release {
+                let d = l.t.release(self.id, l.me)?;
+                l.discards.extend(d);
+            }
+            Ok(())
+        })
     }
 
     /// Another local reference to the same memory, with a copy of this
@@ -253,7 +253,7 @@ impl Allocation {
     /// Drops this reference. The memory persists while published or
     /// referenced elsewhere.
     pub fn release(mut self) -> Result<()> {
-        self.drop_hold(false)
+        self.drop_hold(false, false)
     }
 
     /// Drops this reference and marks the memory for deletion: its names
@@ -261,36 +261,28 @@ impl Allocation {
     /// references and mappings stay valid; the memory is reclaimed when
     /// the last of them goes.
     pub fn free(mut self) -> Result<()> {
-        self.drop_hold(true)
+        self.drop_hold(false, true)
     }
 
     /// Drops a read mapping and this reference (freeing the memory when
     /// `free`) in one round trip of the context lock (for
     /// `MappedPublished`). Nothing to do when the reference is gone.
     pub(crate) fn unmap_and_drop(&mut self, free: bool) -> Result<()> {
+        self.drop_hold(true, free)
+    }
+
+    /// Drops this reference (freeing the memory when `free`, and a read
+    /// mapping first when `unmap_read`) in one round trip of the lock.
+    /// Nothing to do when the reference is already gone.
+    fn drop_hold(&mut self, unmap_read: bool, free: bool) -> Result<()> {
         if !self.held {
             return Ok(());
         }
         self.held = false;
         self.shared.with_table(|l| {
-            l.t.unmap_read(self.id, l.me)?;
-            let d = if free {
-                l.t.free(self.id, l.me)?
-            } else {
-                l.t.release(self.id, l.me)?
-            };
-            l.discards.extend(d);
-            Ok(())
-        })?;
-        if free {
-            self.names_changed()?;
-        }
-        Ok(())
-    }
-
-    fn drop_hold(&mut self, free: bool) -> Result<()> {
-        self.held = false;
-        self.shared.with_table(|l| {
+            if unmap_read {
+                l.t.unmap_read(self.id, l.me)?;
+            }
             let d = if free {
                 l.t.free(self.id, l.me)?
             } else {
@@ -316,8 +308,6 @@ impl Allocation {
 
 impl Drop for Allocation {
     fn drop(&mut self) {
-        if self.held {
-            let _ = self.drop_hold(false);
-        }
+        let _ = self.drop_hold(false, false);
     }
 }
