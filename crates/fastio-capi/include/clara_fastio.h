@@ -274,6 +274,19 @@ result nvidia_clara_fastio_entry__is_allocated(struct nvidia_clara_fastio_entry 
                                                int *is_allocated_out);
 
 /**
+ * 1 when the driver allocated the entry before the operator started (its
+ * shape and element type are well defined in the definition), for an
+ * input as for its output; else 0. Not in seed 001's list: ours, after
+ * seed 000's `is_preallocated`.
+ *
+ * # Safety
+ *
+ * `entry` is live; `is_preallocated_out` is writable.
+ */
+result nvidia_clara_fastio_entry__is_preallocated(struct nvidia_clara_fastio_entry *entry,
+                                                  int *is_preallocated_out);
+
+/**
  * Maps the allocation: its address into `allocation_out` and its size in
  * bytes into `alloc_byte_size_out`. An input's memory is read-only (a
  * write faults); an output's is writable and exclusive. One mapping per

@@ -7,7 +7,7 @@ use std::time::Duration;
 use fastio::{Allocation, Context, ContextOptions};
 use ndobject::Array;
 
-use crate::ptr::{cstr, handle, out};
+use crate::ptr::{cstr, handle, out, writable};
 use crate::status::{FASTIO_ERR_CONFLICT, FASTIO_ERR_NOT_MAPPED, Failure, copy_out, guard, result};
 
 /// A Fast I/O context (opaque in C).
@@ -60,6 +60,7 @@ pub unsafe extern "C" fn fastio_context_create(
     ctx_out: *mut *mut fastio_context,
 ) -> result {
     guard(|| {
+        writable(ctx_out)?;
         new_context(
             Context::new(&ContextOptions::new().capacity(capacity))?,
             ctx_out,
@@ -80,6 +81,7 @@ pub unsafe extern "C" fn fastio_context_attach(
     guard(|| {
         // SAFETY: the caller's contract.
         let h = unsafe { cstr(handle_text)? };
+        writable(ctx_out)?;
         new_context(Context::attach(h)?, ctx_out)
     })
 }
@@ -91,7 +93,10 @@ pub unsafe extern "C" fn fastio_context_attach(
 /// `ctx_out` is writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fastio_context_from_env(ctx_out: *mut *mut fastio_context) -> result {
-    guard(|| new_context(Context::from_env()?, ctx_out))
+    guard(|| {
+        writable(ctx_out)?;
+        new_context(Context::from_env()?, ctx_out)
+    })
 }
 
 /// The handle other processes attach with, NUL-terminated, into `buffer`.
@@ -145,6 +150,7 @@ pub unsafe extern "C" fn fastio_context_create_allocation(
     guard(|| {
         // SAFETY: the caller's contract.
         let c = unsafe { handle(ctx)? };
+        writable(alloc_out)?;
         new_allocation(c.ctx.create(size)?, alloc_out)
     })
 }
@@ -163,6 +169,7 @@ pub unsafe extern "C" fn fastio_context_get(
     guard(|| {
         // SAFETY: the caller's contract.
         let (c, n) = unsafe { (handle(ctx)?, cstr(name)?) };
+        writable(alloc_out)?;
         new_allocation(c.ctx.get(n)?, alloc_out)
     })
 }
@@ -182,6 +189,7 @@ pub unsafe extern "C" fn fastio_context_wait_for(
     guard(|| {
         // SAFETY: the caller's contract.
         let (c, n) = unsafe { (handle(ctx)?, cstr(name)?) };
+        writable(alloc_out)?;
         new_allocation(
             c.ctx.wait_for(n, Duration::from_millis(timeout_ms))?,
             alloc_out,
@@ -278,6 +286,8 @@ pub unsafe extern "C" fn fastio_allocation_dimensions(
     guard(|| {
         // SAFETY: the caller's contract.
         let a = unsafe { handle(alloc)? };
+        writable(dims_out)?;
+        writable(ndim_out)?;
         let dims = a.get()?.dimensions();
         // SAFETY: the caller's contract.
         unsafe {
@@ -341,6 +351,8 @@ pub unsafe extern "C" fn fastio_allocation_map(
     guard(|| {
         // SAFETY: the caller's contract.
         let a = unsafe { handle(alloc)? };
+        writable(data_out)?;
+        writable(size_out)?;
         let (p, n) = map(a, false)?;
         // SAFETY: the caller's contract.
         unsafe {
@@ -365,6 +377,8 @@ pub unsafe extern "C" fn fastio_allocation_map_mut(
     guard(|| {
         // SAFETY: the caller's contract.
         let a = unsafe { handle(alloc)? };
+        writable(data_out)?;
+        writable(size_out)?;
         let (p, n) = map(a, true)?;
         // SAFETY: the caller's contract.
         unsafe {

@@ -8,7 +8,7 @@ use dtype::{Primitive, TypeKind};
 use fastio::{Access, Entry, Operator};
 use ndobject::Array;
 
-use crate::ptr::{cstr, handle, out};
+use crate::ptr::{cstr, handle, out, writable};
 use crate::status::{FASTIO_ERR_NOT_MAPPED, Failure, copy_out, guard, result};
 
 /// A Clara element type (`nvidia_clara_element_type`).
@@ -112,6 +112,7 @@ fn to_int(v: usize, what: &str) -> Result<c_int, Failure> {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fastio_operator_from_env(op_out: *mut *mut fastio_operator) -> result {
     guard(|| {
+        writable(op_out)?;
         let op = Operator::from_env()?;
         let name = op.name().to_owned();
         let (_, inputs, outputs) = op.into_parts();
@@ -191,6 +192,7 @@ pub unsafe extern "C" fn fastio_operator_input(
     guard(|| {
         // SAFETY: the caller's contract.
         let (op, name) = unsafe { (handle(op)?, cstr(name)?) };
+        writable(entry_out)?;
         let e: *mut nvidia_clara_fastio_entry = find(&mut op.inputs, name)?;
         // SAFETY: the caller's contract.
         unsafe { out(entry_out, e) }
@@ -211,6 +213,7 @@ pub unsafe extern "C" fn fastio_operator_output(
     guard(|| {
         // SAFETY: the caller's contract.
         let (op, name) = unsafe { (handle(op)?, cstr(name)?) };
+        writable(entry_out)?;
         let e: *mut nvidia_clara_fastio_entry = find(&mut op.outputs, name)?;
         // SAFETY: the caller's contract.
         unsafe { out(entry_out, e) }
@@ -256,6 +259,8 @@ pub unsafe extern "C" fn nvidia_clara_fastio_entry__shape(
     guard(|| {
         // SAFETY: the caller's contract.
         let e = unsafe { handle(entry)? };
+        writable(shape_out)?;
+        writable(length_out)?;
         e.shape = e
             .entry
             .shape()
@@ -325,6 +330,8 @@ pub unsafe extern "C" fn nvidia_clara_fastio_entry__dynamic_indices(
     guard(|| {
         // SAFETY: the caller's contract.
         let e = unsafe { handle(entry)? };
+        writable(dynamic_indices_out)?;
+        writable(dynamic_indices_length_out)?;
         e.dynamic = e
             .entry
             .dynamic_indices()
@@ -470,6 +477,27 @@ pub unsafe extern "C" fn nvidia_clara_fastio_entry__is_allocated(
     })
 }
 
+/// 1 when the driver allocated the entry before the operator started (its
+/// shape and element type are well defined in the definition), for an
+/// input as for its output; else 0. Not in seed 001's list: ours, after
+/// seed 000's `is_preallocated`.
+///
+/// # Safety
+///
+/// `entry` is live; `is_preallocated_out` is writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvidia_clara_fastio_entry__is_preallocated(
+    entry: *mut nvidia_clara_fastio_entry,
+    is_preallocated_out: *mut c_int,
+) -> result {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let e = unsafe { handle(entry)? };
+        // SAFETY: the caller's contract.
+        unsafe { out(is_preallocated_out, c_int::from(e.entry.is_preallocated())) }
+    })
+}
+
 /// Maps the allocation: its address into `allocation_out` and its size in
 /// bytes into `alloc_byte_size_out`. An input's memory is read-only (a
 /// write faults); an output's is writable and exclusive. One mapping per
@@ -488,6 +516,8 @@ pub unsafe extern "C" fn nvidia_clara_fastio_entry__map_allocation(
     guard(|| {
         // SAFETY: the caller's contract.
         let e = unsafe { handle(entry)? };
+        writable(allocation_out)?;
+        writable(alloc_byte_size_out)?;
         if e.mapped.is_some() {
             return Err(Failure::new(
                 crate::status::FASTIO_ERR_CONFLICT,
@@ -501,6 +531,7 @@ pub unsafe extern "C" fn nvidia_clara_fastio_entry__map_allocation(
         let elem = array.element_type().data_size().unwrap_or(1);
         let bytes = to_int(array.len() * elem, "size")?;
         let addr = array.data_address() as *mut c_void;
+        // Recorded last: every check above left the entry as it was.
         e.mapped = Some(array);
         // SAFETY: the caller's contract.
         unsafe {

@@ -31,6 +31,16 @@ pub(crate) unsafe fn cstr<'a>(p: *const c_char) -> Result<&'a str, Failure> {
         .map_err(|_| Failure::invalid("the string is not UTF-8"))
 }
 
+/// An error for a null output pointer. Every function checks all of its
+/// output pointers with this before it changes any state, so a call that
+/// fails leaves its handles exactly as they were.
+pub(crate) fn writable<T>(p: *mut T) -> Result<(), Failure> {
+    if p.is_null() {
+        return Err(Failure::invalid("null output pointer"));
+    }
+    Ok(())
+}
+
 /// Writes `v` through an output pointer, or an error for null.
 ///
 /// # Safety

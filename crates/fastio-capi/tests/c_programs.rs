@@ -128,3 +128,54 @@ operators:
         "{lines:?}"
     );
 }
+
+/// Issue 22: a C consumer sees every input kind (static, dynamic, string,
+/// scalar) with the shape, element type, size and pre-allocation its C
+/// producer published; both call every entry function with each pointer
+/// argument null first and then use the entry normally (under valgrind).
+#[test]
+fn c_inputs_are_what_the_producer_published_and_null_arguments_change_nothing() {
+    let producer = compile("entries_producer");
+    let consumer = compile("entries_consumer");
+    let yaml = format!(
+        "api-version: 0.5.0
+name: c-entries
+operators:
+- name: maker
+  container: {{image: c, command: {}}}
+  output:
+  - {{name: s, type: array, element-type: float32, shape: [2, 3]}}
+  - {{name: d, type: array, element-type: int32, shape: [3, -1]}}
+  - {{name: t, type: string}}
+  - {{name: k, type: float64}}
+- name: taker
+  container: {{image: c, command: {}}}
+  input:
+  - {{from: maker, name: s, type: array, element-type: float32, shape: [2, 3]}}
+  - {{from: maker, name: d, type: array, element-type: int32, shape: [3, -1]}}
+  - {{from: maker, name: t, type: string}}
+  - {{from: maker, name: k, type: float64}}
+",
+        command(&producer),
+        command(&consumer)
+    );
+    let def = Definition::parse("c.yaml", &yaml, &[]).unwrap();
+    let lines = std::sync::Mutex::new(Vec::new());
+    let report = LocalDriver::new(def.pipeline, RunOptions::default())
+        .run(|p| {
+            if let fastio_pipeline::Progress::Line { operator, text, .. } = p {
+                lines.lock().unwrap().push(format!("[{operator}] {text}"));
+            }
+        })
+        .unwrap();
+    let lines = lines.into_inner().unwrap();
+    assert!(report.succeeded(), "{report:?}\n{lines:#?}");
+    assert!(
+        lines.contains(&"[maker] produced every kind".to_owned()),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&"[taker] every input as published".to_owned()),
+        "{lines:?}"
+    );
+}

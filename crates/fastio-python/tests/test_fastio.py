@@ -181,13 +181,13 @@ print("doubled", data.size, "values")
 """
 
 
-def compile_c_operator(tmp_path):
-    """Compiles the C operator `summer.c` against the C API."""
+def compile_c_operator(tmp_path, name="summer"):
+    """Compiles the C operator `tests/c/<name>.c` of the C API."""
     capi = os.environ["FASTIO_CAPI_DIR"]
-    exe = tmp_path / "summer"
+    exe = tmp_path / name
     subprocess.run(
         ["cc", "-std=c11", "-Wall", "-Werror", "-I", f"{capi}/include", "-I", f"{capi}/tests/c",
-         f"{capi}/tests/c/summer.c", os.environ["FASTIO_CAPI_LIB"],
+         f"{capi}/tests/c/{name}.c", os.environ["FASTIO_CAPI_LIB"],
          "-lpthread", "-ldl", "-lm", "-lrt", "-lutil", "-o", str(exe)],
         check=True,
     )
@@ -234,6 +234,66 @@ operators:
     assert "[c-total] c sum 24" in p.stdout
     report = json.loads(p.stdout.strip().splitlines()[-1])
     assert report["succeeded"]
+
+
+PYTHON_INPUTS_OPERATOR = """
+import numpy as np
+import fastio
+
+op = fastio.Operator.from_env()
+expect = {
+    "s": ((2, 3), np.float32, 24, True),
+    "d": ((3, 5), np.int32, 60, False),
+    "t": ((14,), np.uint8, 14, False),
+    "k": ((1,), np.float64, 8, True),
+}
+for name, (shape, dtype, size, pre) in expect.items():
+    e = op.input(name)
+    got = (e.shape, e.element_type, e.size_bytes, e.is_allocated, e.is_preallocated)
+    assert got == (shape, np.dtype(dtype), size, True, pre), (name, got)
+    data = e.map()
+    assert data.nbytes == size and data.shape == shape, (name, data.shape)
+    if name != "t":
+        seed = {"s": 1, "d": 2, "k": 3}[name]  # entries_producer.c's fill
+        want = ((np.arange(size) * 7 + seed) % 256).astype(np.uint8)
+        assert np.array_equal(data.view(np.uint8).reshape(-1), want), name
+assert op.input("t").get_bytes() == b"hello, entries"
+print("python saw every input as published")
+"""
+
+
+def test_inputs_of_every_kind_are_what_a_c_producer_published(tmp_path):
+    """Issue 22: a Python consumer of a C producer's static, dynamic, string
+    and scalar outputs sees their published shape, type, size and
+    pre-allocation."""
+    cli = os.environ.get("FASTIO_CLI")
+    if not (cli and os.environ.get("FASTIO_CAPI_LIB")):
+        pytest.skip("binaries not given (run through cargo xtask python)")
+    maker = compile_c_operator(tmp_path, "entries_producer")
+    (tmp_path / "inputs.py").write_text(PYTHON_INPUTS_OPERATOR)
+    yaml = f"""
+api-version: 0.5.0
+name: python-inputs
+operators:
+- name: maker
+  container: {{image: c, command: [{maker}]}}
+  output:
+  - {{name: s, type: array, element-type: float32, shape: [2, 3]}}
+  - {{name: d, type: array, element-type: int32, shape: [3, -1]}}
+  - {{name: t, type: string}}
+  - {{name: k, type: float64}}
+- name: taker
+  container: {{image: python, command: [{sys.executable}, ./inputs.py]}}
+  input:
+  - {{from: maker, name: s, type: array, element-type: float32, shape: [2, 3]}}
+  - {{from: maker, name: d, type: array, element-type: int32, shape: [3, -1]}}
+  - {{from: maker, name: t, type: string}}
+  - {{from: maker, name: k, type: float64}}
+"""
+    (tmp_path / "p.yaml").write_text(yaml)
+    p = subprocess.run([cli, "run", str(tmp_path / "p.yaml")], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert "[taker] python saw every input as published" in p.stdout
 
 
 def test_params_save_is_byte_identical_to_tvm_and_load_is_zero_copy(tmp_path):

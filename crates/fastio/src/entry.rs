@@ -14,6 +14,14 @@
 //!   [`Error::NotAllocated`] naming the producer; one whose producer failed
 //!   (died while writing, or before finishing) is [`Error::Poisoned`]: never
 //!   torn data, never a hang.
+//! * An input's shape, element type and size are those its producer
+//!   published, from the moment the producer allocated it (seed 001: for a
+//!   well-defined entry, [`Entry::size_bytes`] equals the bytes a mapping
+//!   gives). An entry whose shape and element type are well defined in the
+//!   definition is pre-allocated by the driver, and says so on both sides
+//!   ([`Entry::is_preallocated`]; seed 000, 7.13.1).
+
+use std::sync::OnceLock;
 
 use dtype::{Primitive, Type};
 use ndobject::{Array, Element};
@@ -50,6 +58,9 @@ pub struct Entry {
     /// outputs, ours after `allocate`).
     alloc: Option<Allocation>,
     preallocated: bool,
+    /// An input's shape and element type as its producer published them,
+    /// read once the producer has allocated it.
+    published: OnceLock<(Vec<usize>, Type)>,
 }
 
 fn element_type(plan: &EntryPlan) -> Result<Type> {
@@ -76,12 +87,23 @@ impl Entry {
             element,
             alloc: None,
             preallocated: false,
+            published: OnceLock::new(),
         };
-        if access == Access::ReadWrite && entry.plan.is_static() {
+        // The driver allocates every well-defined entry before any operator
+        // starts; an input of one is pre-allocated as much as its output.
+        if entry.plan.is_static() {
             match ctx.get(&entry.plan.key) {
                 Ok(a) => {
-                    entry.alloc = Some(a);
                     entry.preallocated = true;
+                    match access {
+                        Access::ReadWrite => entry.alloc = Some(a),
+                        Access::ReadOnly => {
+                            let _ = entry
+                                .published
+                                .set((a.dimensions().to_vec(), a.element_type().clone()));
+                            a.release()?;
+                        }
+                    }
                 }
                 Err(Error::UnknownName(_)) => {}
                 Err(e) => return Err(e),
@@ -105,22 +127,37 @@ impl Entry {
         self.plan.kind
     }
 
-    /// The element type.
+    /// An input's published shape and element type, once its producer
+    /// allocated it (read from the context the first time it is there).
+    fn published(&self) -> Option<&(Vec<usize>, Type)> {
+        if self.access != Access::ReadOnly {
+            return None;
+        }
+        if let Some(p) = self.published.get() {
+            return Some(p);
+        }
+        let a = self.ctx.get(&self.plan.key).ok()?;
+        let seen = (a.dimensions().to_vec(), a.element_type().clone());
+        let _ = a.release();
+        Some(self.published.get_or_init(|| seen))
+    }
+
+    /// The element type: for an input, the one its producer published.
     pub fn element_type(&self) -> &Type {
-        &self.element
+        self.published().map_or(&self.element, |(_, t)| t)
     }
 
     /// The current shape: 0 in a dynamic dimension not set yet. An input
-    /// reports the shape its producer allocated once it is mapped or
-    /// allocated (see [`Entry::refresh`]).
+    /// reports the shape its producer allocated from the moment it did.
     pub fn shape(&self) -> &[usize] {
-        &self.shape
+        self.published().map_or(&self.shape, |(s, _)| s)
     }
 
-    /// Bytes the current shape needs (0 while it is not well-defined).
+    /// Bytes the current shape needs (0 while it is not well-defined); for
+    /// an allocated entry, the bytes a mapping of it gives.
     pub fn size_bytes(&self) -> usize {
-        let elem = self.element.data_size().unwrap_or(1);
-        ndobject::shape::byte_size(&self.shape, elem).unwrap_or(0)
+        let elem = self.element_type().data_size().unwrap_or(1);
+        ndobject::shape::byte_size(self.shape(), elem).unwrap_or(0)
     }
 
     /// The dimensions that may change (`-1` or `0` in the definition).
@@ -133,7 +170,9 @@ impl Entry {
         !self.plan.is_static()
     }
 
-    /// Whether the driver allocated it before the operator started.
+    /// Whether the driver allocated it before the operator started: true
+    /// for every entry, input or output, whose shape and element type the
+    /// definition fixes.
     pub fn is_preallocated(&self) -> bool {
         self.preallocated
     }
@@ -143,7 +182,7 @@ impl Entry {
     pub fn is_allocated(&self) -> bool {
         match self.access {
             Access::ReadWrite => self.alloc.is_some(),
-            Access::ReadOnly => self.ctx.get(&self.plan.key).is_ok(),
+            Access::ReadOnly => self.published().is_some(),
         }
     }
 
@@ -202,11 +241,14 @@ impl Entry {
         Ok(())
     }
 
-    /// Re-reads an input's shape from its producer's allocation.
+    /// Re-reads an input's shape and element type from its producer's
+    /// allocation (for a producer that allocated it again while this
+    /// operator runs); an error when it has none.
     pub fn refresh(&mut self) -> Result<()> {
         if self.access == Access::ReadOnly {
             let a = self.input_allocation()?;
-            self.shape = a.dimensions().to_vec();
+            self.published = OnceLock::from((a.dimensions().to_vec(), a.element_type().clone()));
+            a.release()?;
         }
         Ok(())
     }

@@ -119,6 +119,24 @@ fn outputs_follow_clara_rules() {
     drop(prod);
 
     let cons = Operator::attach(ctx, "cons").unwrap();
+    // Issue 22: every input's shape, element type, size and allocation are
+    // those its producer published, before any map, and the size is the
+    // bytes a mapping gives; inputs of pre-allocated outputs say so.
+    let expect: [(&str, &[usize], &str, usize, bool); 4] = [
+        ("vol", &[2, 3], "float32", 24, true),
+        ("dyn", &[3, 4], "int16", 24, false),
+        ("note", &[6], "uint8", 6, false),
+        ("count", &[1], "int64", 8, true),
+    ];
+    for (name, shape, element, bytes, pre) in expect {
+        let e = cons.input(name).unwrap();
+        assert_eq!(e.shape(), shape, "{name}");
+        assert_eq!(e.element_type().to_string(), element, "{name}");
+        assert_eq!(e.size_bytes(), bytes, "{name}");
+        assert!(e.is_allocated(), "{name}");
+        assert_eq!(e.is_preallocated(), pre, "{name}");
+        assert_eq!(e.map().unwrap().len(), bytes, "{name}");
+    }
     let dyn_in = cons.input("dyn").unwrap();
     assert_eq!(dyn_in.access(), Access::ReadOnly);
     let arr = dyn_in.map_as_ndobject().unwrap();

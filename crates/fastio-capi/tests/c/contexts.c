@@ -25,6 +25,17 @@ int main(void) {
 
     void *w = NULL;
     size_t n = 0;
+    /* A failed call leaves the handle as it was: not mapped. */
+    EXPECT(fastio_allocation_map_mut(a, NULL, &n), FASTIO_ERR_INVALID_ARGUMENT);
+    EXPECT(fastio_allocation_map_mut(a, &w, NULL), FASTIO_ERR_INVALID_ARGUMENT);
+    EXPECT(fastio_allocation_map(a, NULL, &n), FASTIO_ERR_INVALID_ARGUMENT);
+    EXPECT(fastio_allocation_map(a, (const void **)&w, NULL), FASTIO_ERR_INVALID_ARGUMENT);
+    EXPECT(fastio_allocation_unmap(a, w), FASTIO_ERR_NOT_MAPPED);
+    EXPECT(fastio_context_create_allocation(ctx, 24, NULL), FASTIO_ERR_INVALID_ARGUMENT);
+    EXPECT(fastio_context_create_allocation(NULL, 24, &a), FASTIO_ERR_INVALID_ARGUMENT);
+    EXPECT(fastio_allocation_set_type_and_dimensions(a, "float32", NULL, 2), FASTIO_ERR_INVALID_ARGUMENT);
+    EXPECT(fastio_allocation_set_type_and_dimensions(a, NULL, dims, 2), FASTIO_ERR_INVALID_ARGUMENT);
+    EXPECT(fastio_allocation_set_type_and_dimensions(NULL, "float32", dims, 2), FASTIO_ERR_INVALID_ARGUMENT);
     EXPECT(fastio_allocation_map_mut(a, &w, &n), FASTIO_OK);
     TRUE(n == 24);
     float *f = (float *)w;
@@ -46,6 +57,13 @@ int main(void) {
     TRUE(size == 24);
     const size_t *bd = NULL;
     size_t nd = 0;
+    EXPECT(fastio_allocation_size(b, NULL), FASTIO_ERR_INVALID_ARGUMENT);
+    EXPECT(fastio_allocation_dimensions(b, NULL, &nd), FASTIO_ERR_INVALID_ARGUMENT);
+    EXPECT(fastio_allocation_dimensions(b, &bd, NULL), FASTIO_ERR_INVALID_ARGUMENT);
+    EXPECT(fastio_context_get(ctx, "x", NULL), FASTIO_ERR_INVALID_ARGUMENT);
+    EXPECT(fastio_context_wait_for(ctx, "x", 10, NULL), FASTIO_ERR_INVALID_ARGUMENT);
+    EXPECT(fastio_allocation_publish(b, NULL), FASTIO_ERR_INVALID_ARGUMENT);
+    EXPECT(fastio_allocation_publish(NULL, "y"), FASTIO_ERR_INVALID_ARGUMENT);
     EXPECT(fastio_allocation_dimensions(b, &bd, &nd), FASTIO_OK);
     TRUE(nd == 2 && bd[0] == 2 && bd[1] == 3);
     char ty[32];

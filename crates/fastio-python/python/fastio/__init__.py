@@ -134,6 +134,10 @@ class Entry:
     is_preallocated = property(lambda self: self._e.is_preallocated)
     is_allocated = property(lambda self: self._e.is_allocated)
     is_dynamic = property(lambda self: self._e.is_dynamic)
+    size_bytes = property(
+        lambda self: self._e.size_bytes,
+        doc="Bytes the current shape needs: for an allocated entry, the bytes ``map()`` gives.",
+    )
     dynamic_shape_indices = property(lambda self: tuple(self._e.dynamic_shape_indices))
 
     @property
