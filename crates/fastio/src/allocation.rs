@@ -199,6 +199,7 @@ impl Allocation {
     ///
     /// [`Context::wait_for`]: crate::Context::wait_for
     pub fn publish(&self, name: &str) -> Result<()> {
+        crate::stream::refuse_reserved(name)?;
         self.publish_in_table(name, false)?;
         // Wake processes waiting for a name (`Context::wait_for`).
         self.names_changed()
@@ -216,6 +217,7 @@ impl Allocation {
     /// assert_eq!(&ctx.map("frame").unwrap()[..], b"data");
     /// ```
     pub fn publish_and_release(mut self, name: &str) -> Result<()> {
+        crate::stream::refuse_reserved(name)?;
         self.publish_in_table(name, true)?;
         self.held = false;
         self.names_changed()
@@ -223,7 +225,7 @@ impl Allocation {
 
     /// Publishes under `name` with the current metadata, and drops this
     /// reference in the same round trip of the lock when `release`.
-    fn publish_in_table(&self, name: &str, release: bool) -> Result<()> {
+    pub(crate) fn publish_in_table(&self, name: &str, release: bool) -> Result<()> {
         self.end_private();
         let meta = Meta {
             type_text: self.element.to_string(),

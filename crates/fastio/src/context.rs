@@ -193,6 +193,20 @@ impl Shared {
         }
     }
 
+    /// This process's participant token (what a stream records as its
+    /// producer's or a consumer's owner).
+    pub(crate) fn token(&self) -> u32 {
+        let local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
+        local.p.token()
+    }
+
+    /// Whether the participant with `token` is alive (kernel-held slot
+    /// lock, generation, PID and start time: `shm_core::Participant`).
+    pub(crate) fn token_alive(&self, token: u32) -> bool {
+        let local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
+        local.p.is_alive(token)
+    }
+
     /// The publication event: bumped by every publish, waited on by
     /// `wait_for`. It sits after the context mutex, before the control
     /// words.
@@ -483,6 +497,13 @@ impl Context {
     /// A new local reference to the allocation published as `name`, with
     /// a copy of the published type and dimensions.
     pub fn get(&self, name: &str) -> Result<Allocation> {
+        crate::stream::refuse_reserved(name)?;
+        self.get_any(name)
+    }
+
+    /// [`get`](Context::get) without the check for names that only the
+    /// library's own handles may reach (streams).
+    pub(crate) fn get_any(&self, name: &str) -> Result<Allocation> {
         let (id, size, (element, dims)) = self.shared.with_table(|l| {
             let types = &mut *l.types;
             l.t.get_named(name, l.me, |slot, target, text, dims| {
@@ -497,6 +518,7 @@ impl Context {
     /// of the context lock and given back in one when dropped (the
     /// steady-state path of an operator reading an input).
     pub fn map(&self, name: &str) -> Result<MappedPublished> {
+        crate::stream::refuse_reserved(name)?;
         let (id, size, (element, dims), off) = self.shared.with_table_retry(|l| {
             let types = &mut *l.types;
             let (id, size, meta) = l.t.get_named(name, l.me, |slot, target, text, dims| {

@@ -118,6 +118,47 @@ pub enum Error {
         /// The producing operator that failed.
         operator: String,
     },
+    /// A stream failed: its producer died (or the driver stopped it)
+    /// before publishing frame `from_frame`. Every frame before it was
+    /// whole; none from it on will come.
+    #[error("stream {stream} is poisoned from frame {from_frame}: {reason}")]
+    StreamPoisoned {
+        /// The stream's name.
+        stream: String,
+        /// The first frame that will never arrive.
+        from_frame: u64,
+        /// What happened.
+        reason: String,
+    },
+    /// A stream operation did not complete before its timeout.
+    #[error("stream {stream}: {what} timed out")]
+    StreamTimeout {
+        /// The stream's name.
+        stream: String,
+        /// What was waited for.
+        what: &'static str,
+    },
+    /// Options or a frame's shape that the stream cannot take.
+    #[error("stream {stream}: {reason}")]
+    StreamConfig {
+        /// The stream's name.
+        stream: String,
+        /// What was wrong.
+        reason: String,
+    },
+    /// The producer or consumer place asked for is taken by a live
+    /// process.
+    #[error("stream {stream}: the {role} is attached by a live process")]
+    StreamBusy {
+        /// The stream's name.
+        stream: String,
+        /// `"producer"` or `"consumer 2"`, ...
+        role: String,
+    },
+    /// `next` while the previous frame of the same consumer is still held
+    /// (frames are released in order: drop the last one first).
+    #[error("stream {0}: the previous frame is still held; drop it before taking the next")]
+    FrameHeld(String),
 }
 
 impl From<shm_core::LockError> for Error {

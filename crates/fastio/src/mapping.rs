@@ -362,3 +362,128 @@ impl std::fmt::Debug for MappedPublished {
             .finish()
     }
 }
+
+/// The memory of a stream's ring (module `stream`): a read mapping
+/// registered in the shared tables, so that no process can map the
+/// allocation for writing through the table API while any stream handle
+/// exists, with the addresses of the bytes in both views. Who may write
+/// which bytes of it is decided by the ring's own protocol
+/// (`stream::ring`, invariants 1 to 4), not by the tables; the stream's
+/// name lies in a namespace that `Context::get` and `map` refuse, so no
+/// other handle can reach it.
+pub(crate) struct RingRegion {
+    alloc: Allocation,
+    rw: NonNull<u8>,
+    ro: NonNull<u8>,
+    len: usize,
+}
+
+impl RingRegion {
+    /// Registers the read mapping of `alloc` (a stream's allocation).
+    pub(crate) fn new(alloc: Allocation) -> Result<RingRegion> {
+        alloc.end_private();
+        let id = alloc.id;
+        let (off, size) = alloc.shared.with_table_retry(|l| {
+            l.t.map_read(id, l.me)?;
+            let (size, off, _) = l.t.extent(id)?;
+            Ok((off, size))
+        })?;
+        let pointers = (|| {
+            let len = usize::try_from(size).map_err(|_| Error::corrupt("size exceeds memory"))?;
+            let rw = alloc.shared.heap_ptr(off, size, true)?;
+            let ro = alloc.shared.heap_ptr(off, size, false)?;
+            if rw.as_ptr().align_offset(8) != 0 {
+                return Err(Error::corrupt("a stream's memory is not 8-byte aligned"));
+            }
+            Ok((rw, ro, len))
+        })();
+        match pointers {
+            Ok((rw, ro, len)) => Ok(RingRegion { alloc, rw, ro, len }),
+            Err(e) => {
+                unregister(&alloc, Kind::Read);
+                Err(e)
+            }
+        }
+    }
+
+    /// The region's length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The first `n` 64-bit words, as atomics (the ring's control words).
+    pub(crate) fn words(&self, n: usize) -> Result<&[std::sync::atomic::AtomicU64]> {
+        if n.checked_mul(8).is_none_or(|b| b > self.len) {
+            return Err(Error::corrupt("stream control words exceed its memory"));
+        }
+        // SAFETY: `rw..rw + 8n` is inside the live read-write mapping of
+        // the segment (checked above and by `heap_ptr`), 8-byte aligned
+        // (checked in `new`), and stays mapped while `self.alloc` keeps
+        // the segment's `Shared`. Every process touches these words only
+        // as atomics, which may alias across processes.
+        Ok(unsafe {
+            std::slice::from_raw_parts(self.rw.as_ptr().cast::<std::sync::atomic::AtomicU64>(), n)
+        })
+    }
+
+    /// The event at byte `off` (8-byte aligned, two 32-bit words).
+    pub(crate) fn event(&self, off: usize) -> Result<&shm_core::ShmEvent> {
+        if off % 8 != 0 || off.checked_add(8).is_none_or(|e| e > self.len) {
+            return Err(Error::corrupt("stream event outside its memory"));
+        }
+        // SAFETY: in bounds and aligned (checked), inside the live mapping
+        // as in `words`; `ShmEvent` is two atomics (`repr(C)`), shared by
+        // design.
+        Ok(unsafe { &*self.rw.as_ptr().add(off).cast::<shm_core::ShmEvent>() })
+    }
+
+    /// `len` bytes at `off` in the `PROT_READ` view.
+    ///
+    /// # Safety
+    ///
+    /// No `&mut` to these bytes may exist while the slice lives: the
+    /// ring's protocol must have given the caller a frame in them
+    /// (`stream::ring`, invariants 3 and 4).
+    pub(crate) unsafe fn bytes(&self, off: usize, len: usize) -> Result<&[u8]> {
+        if off.checked_add(len).is_none_or(|e| e > self.len) {
+            return Err(Error::corrupt("frame outside its stream's memory"));
+        }
+        // SAFETY: in bounds of the live read-only view; aliasing is the
+        // caller's contract.
+        Ok(unsafe { std::slice::from_raw_parts(self.ro.as_ptr().add(off), len) })
+    }
+
+    /// `len` bytes at `off` in the read-write view.
+    ///
+    /// # Safety
+    ///
+    /// No other reference to these bytes may exist while the slice lives,
+    /// in any process: the ring's protocol must have given the caller the
+    /// slot to write (`stream::ring`, invariants 2 to 4).
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn bytes_mut(&self, off: usize, len: usize) -> Result<&mut [u8]> {
+        if off.checked_add(len).is_none_or(|e| e > self.len) {
+            return Err(Error::corrupt("slot outside its stream's memory"));
+        }
+        // SAFETY: in bounds of the live read-write mapping; exclusivity is
+        // the caller's contract.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.rw.as_ptr().add(off), len) })
+    }
+
+    /// The allocation behind the region.
+    pub(crate) fn allocation(&self) -> &Allocation {
+        &self.alloc
+    }
+}
+
+impl Drop for RingRegion {
+    fn drop(&mut self) {
+        unregister(&self.alloc, Kind::Read);
+    }
+}
+
+// SAFETY: the region hands out atomics and, under the ring's protocol,
+// byte slices over memory owned by the (Send + Sync) context.
+unsafe impl Send for RingRegion {}
+// SAFETY: as above.
+unsafe impl Sync for RingRegion {}
