@@ -96,6 +96,6 @@ pub use mapping::{Mapped, MappedMut, MappedPublished};
 pub use options::{ContextOptions, DEFAULT_PREFIX};
 pub use recover::Recovery;
 pub use stream::{
-    ConsumerStatus, Frame, Frames, MAX_FRAME_DIMS, Overflow, STREAM_PREFIX, SlotMut, StreamConsumer,
-    StreamOptions, StreamProducer, StreamStatus,
+    ConsumerStatus, Frame, Frames, MAX_FRAME_DIMS, Overflow, STREAM_PREFIX, SlotMut,
+    StreamConsumer, StreamOptions, StreamProducer, StreamStatus,
 };

@@ -428,7 +428,7 @@ impl RingRegion {
 
     /// The event at byte `off` (8-byte aligned, two 32-bit words).
     pub(crate) fn event(&self, off: usize) -> Result<&shm_core::ShmEvent> {
-        if off % 8 != 0 || off.checked_add(8).is_none_or(|e| e > self.len) {
+        if !off.is_multiple_of(8) || off.checked_add(8).is_none_or(|e| e > self.len) {
             return Err(Error::corrupt("stream event outside its memory"));
         }
         // SAFETY: in bounds and aligned (checked), inside the live mapping

@@ -127,7 +127,9 @@ fn child_entry() {
         }
         // Reads until the stream fails, checking every frame before.
         "until-poisoned" => {
-            let mut rx = ctx.stream_consumer(&name, var("INDEX").parse().unwrap()).unwrap();
+            let mut rx = ctx
+                .stream_consumer(&name, var("INDEX").parse().unwrap())
+                .unwrap();
             let mut seen = 0u64;
             let err = loop {
                 match rx.next(LONG) {
@@ -155,7 +157,12 @@ fn child_entry() {
 fn env(pairs: &[(&str, &str)]) -> Vec<(&'static str, String)> {
     pairs
         .iter()
-        .map(|(k, v)| (Box::leak(k.to_string().into_boxed_str()) as &str, v.to_string()))
+        .map(|(k, v)| {
+            (
+                Box::leak(k.to_string().into_boxed_str()) as &str,
+                v.to_string(),
+            )
+        })
         .collect()
 }
 
@@ -170,7 +177,8 @@ fn wait_name(ctx: &Context, name: &str) {
 #[test]
 fn three_consumers_at_different_speeds_see_every_frame_in_order_under_block() {
     let ctx = context(64 << 20);
-    ctx.declare_stream("s", &opts().depth(4).consumers(3)).unwrap();
+    ctx.declare_stream("s", &opts().depth(4).consumers(3))
+        .unwrap();
     let n = "3000";
     let mut kids = vec![spawn(
         ENTRY,
@@ -183,7 +191,13 @@ fn three_consumers_at_different_speeds_see_every_frame_in_order_under_block() {
             ENTRY,
             &ctx,
             "consumer",
-            &env(&[("STREAM", "s"), ("INDEX", i), ("SLOW_US", slow), ("EXPECT", n), ("FRAMES", n)]),
+            &env(&[
+                ("STREAM", "s"),
+                ("INDEX", i),
+                ("SLOW_US", slow),
+                ("EXPECT", n),
+                ("FRAMES", n),
+            ]),
         ));
     }
     for k in &mut kids {
@@ -191,7 +205,11 @@ fn three_consumers_at_different_speeds_see_every_frame_in_order_under_block() {
     }
     let st = ctx.stream_status("s").unwrap();
     assert_eq!((st.head, st.ended), (3000, Some(3000)));
-    assert!(st.consumers.iter().all(|c| c.next == 3000 && c.dropped == 0));
+    assert!(
+        st.consumers
+            .iter()
+            .all(|c| c.next == 3000 && c.dropped == 0)
+    );
 }
 
 #[test]
@@ -212,7 +230,12 @@ fn a_slow_sink_back_pressures_the_source_and_nothing_is_lost() {
         ENTRY,
         &ctx,
         "consumer",
-        &env(&[("STREAM", "bp"), ("INDEX", "0"), ("SLOW_US", "1000"), ("EXPECT", "200")]),
+        &env(&[
+            ("STREAM", "bp"),
+            ("INDEX", "0"),
+            ("SLOW_US", "1000"),
+            ("EXPECT", "200"),
+        ]),
     );
     assert!(rx.success() && tx.success());
     // 200 frames at >= 1 ms each: the sink set the pace.
@@ -233,7 +256,12 @@ fn drop_oldest_lets_a_slow_consumer_skip_but_never_tears_a_frame() {
             ENTRY,
             &ctx,
             "consumer",
-            &env(&[("STREAM", "d"), ("INDEX", "1"), ("SLOW_US", "500"), ("FRAMES", n)]),
+            &env(&[
+                ("STREAM", "d"),
+                ("INDEX", "1"),
+                ("SLOW_US", "500"),
+                ("FRAMES", n),
+            ]),
         ),
         spawn(
             ENTRY,
@@ -258,7 +286,8 @@ fn drop_oldest_lets_a_slow_consumer_skip_but_never_tears_a_frame() {
 #[test]
 fn a_producer_killed_mid_frame_poisons_the_stream_from_that_frame() {
     let ctx = context(64 << 20);
-    ctx.declare_stream("k", &opts().depth(4).consumers(2)).unwrap();
+    ctx.declare_stream("k", &opts().depth(4).consumers(2))
+        .unwrap();
     let mut consumers: Vec<_> = ["0", "1"]
         .iter()
         .map(|i| {
@@ -320,12 +349,18 @@ fn a_restarted_producer_goes_on_at_the_frame_the_dead_one_did_not_publish() {
 fn a_consumer_killed_holding_a_frame_is_detached_or_restarted() {
     // Without restart: the producer goes on, the other consumer sees all.
     let ctx = context(64 << 20);
-    ctx.declare_stream("c", &opts().depth(2).consumers(2)).unwrap();
+    ctx.declare_stream("c", &opts().depth(2).consumers(2))
+        .unwrap();
     let mut victim = spawn(
         ENTRY,
         &ctx,
         "consumer",
-        &env(&[("STREAM", "c"), ("INDEX", "0"), ("HOLD_AT", "5"), ("FRAMES", "300")]),
+        &env(&[
+            ("STREAM", "c"),
+            ("INDEX", "0"),
+            ("HOLD_AT", "5"),
+            ("FRAMES", "300"),
+        ]),
     );
     let mut other = spawn(
         ENTRY,
@@ -353,7 +388,12 @@ fn a_consumer_killed_holding_a_frame_is_detached_or_restarted() {
         ENTRY,
         &ctx,
         "consumer",
-        &env(&[("STREAM", "c2"), ("INDEX", "0"), ("HOLD_AT", "9"), ("FRAMES", "300")]),
+        &env(&[
+            ("STREAM", "c2"),
+            ("INDEX", "0"),
+            ("HOLD_AT", "9"),
+            ("FRAMES", "300"),
+        ]),
     );
     let mut tx = spawn(
         ENTRY,
@@ -370,7 +410,12 @@ fn a_consumer_killed_holding_a_frame_is_detached_or_restarted() {
         ENTRY,
         &ctx,
         "consumer",
-        &env(&[("STREAM", "c2"), ("INDEX", "0"), ("FROM", "9"), ("EXPECT", "300")]),
+        &env(&[
+            ("STREAM", "c2"),
+            ("INDEX", "0"),
+            ("FROM", "9"),
+            ("EXPECT", "300"),
+        ]),
     );
     assert!(again.success() && tx.success());
 }

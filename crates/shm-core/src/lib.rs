@@ -66,6 +66,7 @@ mod mutex;
 mod offset;
 mod participant;
 mod reap;
+pub mod ring;
 mod segment;
 mod shared;
 mod sync;
@@ -76,6 +77,8 @@ mod testenv;
 
 #[cfg(all(test, loom))]
 mod loom_models;
+#[cfg(all(test, loom))]
+mod ring_loom;
 
 pub use error::{Error, HeaderError, LockError, Result};
 pub use event::ShmEvent;

@@ -63,12 +63,9 @@
 //!   side sleeps; the slots are made once, so there is no allocation and
 //!   no page fault per frame after the first round.
 //!
-//! The protocol and its numbered invariants are in `stream/ring.rs`.
-
-mod ring;
-
-#[cfg(all(test, loom))]
-mod loom_models;
+//! The ring's protocol and its numbered invariants are in
+//! [`shm_core::ring`]; this module adds the slots' bytes, waiting and
+//! liveness.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -76,14 +73,15 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use dtype::{Primitive, Type};
 use ndobject::{Array, MemoryBlock};
+use shm_core::ring;
 use shm_core::{LIVENESS_TICK, ShmEvent};
 
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::mapping::RingRegion;
 
-pub use ring::{MAX_FRAME_DIMS, Overflow};
 use ring::{DETACHED, END_MASK, ENDED, POISONED, Poll, Ring, Space, c, h, s};
+pub use ring::{MAX_FRAME_DIMS, Overflow};
 
 /// Names of streams' allocations start with this; the table API
 /// ([`Context::get`], [`Context::map`], `publish`) refuses them, so only
@@ -200,10 +198,11 @@ impl StreamOptions {
 
     /// Bytes the stream takes in its context: control words and slots.
     pub fn reserved_bytes(&self) -> Option<u64> {
-        let control = ring::control_words(self.depth, self.consumers)? as u64 * 8;
+        let control = ring::control_words(self.depth, self.consumers, self.overflow)? as u64 * 8;
+        let slots = ring::slot_count(self.depth, self.consumers, self.overflow)? as u64;
         control
             .checked_next_multiple_of(SLOT_ALIGN)?
-            .checked_add(self.slot_bytes()?.checked_mul(self.depth as u64)?)
+            .checked_add(self.slot_bytes()?.checked_mul(slots)?)
     }
 
     fn check(&self, stream: &str) -> Result<()> {
@@ -284,6 +283,8 @@ impl StreamCore {
         let need = ring::control_words(
             header[h::DEPTH].load(Ordering::Relaxed).min(1 << 20) as usize,
             header[h::CONSUMERS].load(Ordering::Relaxed).min(64) as usize,
+            Overflow::from_code(header[h::OVERFLOW].load(Ordering::Relaxed))
+                .ok_or_else(|| corrupt("unknown overflow code".into()))?,
         )
         .unwrap_or(usize::MAX);
         if need.saturating_mul(8) > region.len() {
@@ -291,10 +292,10 @@ impl StreamCore {
         }
         let words = region.words(need)?;
         let (depth, consumers, overflow) = {
-            let r = Ring::open(words).map_err(corrupt)?;
+            let r: Ring<'_> = Ring::open(words).map_err(corrupt)?;
             (r.depth(), r.consumers(), r.overflow())
         };
-        let control_words = ring::control_words(depth as usize, consumers)
+        let control_words = ring::control_words(depth as usize, consumers, overflow)
             .ok_or_else(|| corrupt("control words overflow".into()))?;
         if control_words != need {
             return Err(corrupt("depth or consumers out of range".into()));
@@ -366,8 +367,9 @@ impl StreamCore {
             .expect("event words lie in the checked header")
     }
 
-    fn slot_off(&self, seq: u64) -> usize {
-        self.data_off + (seq % self.depth) as usize * self.slot_size
+    /// Where slot `slot` (`< slots`, checked by the ring) starts.
+    fn slot_off(&self, slot: usize) -> usize {
+        self.data_off + slot * self.slot_size
     }
 
     fn poisoned(&self, from_frame: u64, reason: impl Into<String>) -> Error {
@@ -449,9 +451,13 @@ impl Context {
         let bytes = opts.reserved_bytes().unwrap_or(u64::MAX);
         let alloc = self.create(bytes)?;
         let region = RingRegion::new(alloc)?;
-        let control_words = ring::control_words(opts.depth, opts.consumers).unwrap_or(usize::MAX);
+        let control_words =
+            ring::control_words(opts.depth, opts.consumers, opts.overflow).unwrap_or(usize::MAX);
         let words = region.words(control_words)?;
-        let element = ELEMENTS.iter().position(|&p| p == opts.element).unwrap_or(0) as u64;
+        let element = ELEMENTS
+            .iter()
+            .position(|&p| p == opts.element)
+            .unwrap_or(0) as u64;
         let flags = if opts.producer_may_restart {
             FLAG_PRODUCER_RESTART
         } else {
@@ -612,6 +618,7 @@ impl Context {
         let producer = core.word(h::PRODUCER).load(Ordering::SeqCst);
         Ok(StreamStatus {
             depth: core.depth as usize,
+            slots: ring.slots(),
             slot_bytes: core.slot_size,
             head: ring.head(),
             ended: (end & ENDED != 0).then_some(end & END_MASK),
@@ -626,8 +633,11 @@ impl Context {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StreamStatus {
-    /// Slots in the ring.
+    /// Frames in flight.
     pub depth: usize,
+    /// Slots in the ring (the depth under `block`; depth + consumers + 1
+    /// under `drop-oldest`, so that held frames never stop the producer).
+    pub slots: usize,
     /// Bytes of one slot.
     pub slot_bytes: usize,
     /// Frames published.
@@ -661,6 +671,9 @@ pub struct ConsumerStatus {
 pub struct StreamProducer {
     core: StreamCore,
     next: u64,
+    /// The slot of the last frame (`drop-oldest` looks for a free one
+    /// after it).
+    last: usize,
     ended: bool,
 }
 
@@ -669,6 +682,7 @@ impl StreamProducer {
         StreamProducer {
             core,
             next,
+            last: 0,
             ended: false,
         }
     }
@@ -708,14 +722,14 @@ impl StreamProducer {
         let deadline = deadline(timeout);
         let core = &self.core;
         let space = core.event(h::SPACE_EVENT);
-        loop {
+        let slot = loop {
             if let Some(e) = core.end_error(core.word(h::END).load(Ordering::SeqCst)) {
                 return Err(e);
             }
             let seen = space.current();
             let ring = core.ring();
-            match ring.try_begin(self.next) {
-                Space::Ready => break,
+            match ring.try_begin(self.next, self.last) {
+                Space::Ready(slot) => break slot,
                 Space::Wait(i) => {
                     let owner = ring.cw(i, c::OWNER);
                     let o = owner.load(Ordering::SeqCst);
@@ -741,13 +755,14 @@ impl StreamProducer {
                     }
                 }
             }
-        }
-        let off = self.core.slot_off(self.next);
+        };
+        let off = self.core.slot_off(slot);
         let seq = self.next;
         let shape = self.core.max_shape.clone();
         Ok(SlotMut {
             producer: self,
             seq,
+            slot,
             off,
             shape,
             source: None,
@@ -793,6 +808,7 @@ impl Drop for StreamProducer {
 pub struct SlotMut<'a> {
     producer: &'a mut StreamProducer,
     seq: u64,
+    slot: usize,
     off: usize,
     shape: Vec<usize>,
     source: Option<(u64, u64)>,
@@ -851,19 +867,20 @@ impl SlotMut<'_> {
         let ring = core.ring();
         let len = self.len() as u64;
         let (source_seq, ts) = self.source.unwrap_or((self.seq, now_ns()));
-        ring.sw(self.seq, s::LEN).store(len, Ordering::Relaxed);
-        ring.sw(self.seq, s::SOURCE_SEQ)
+        let k = self.slot;
+        ring.sw(k, s::LEN).store(len, Ordering::Relaxed);
+        ring.sw(k, s::SOURCE_SEQ)
             .store(source_seq, Ordering::Relaxed);
-        ring.sw(self.seq, s::TIMESTAMP).store(ts, Ordering::Relaxed);
-        ring.sw(self.seq, s::NDIM)
+        ring.sw(k, s::TIMESTAMP).store(ts, Ordering::Relaxed);
+        ring.sw(k, s::NDIM)
             .store(self.shape.len() as u64, Ordering::Relaxed);
         for (i, &d) in self.shape.iter().enumerate() {
-            ring.sw(self.seq, s::DIMS + i)
-                .store(d as u64, Ordering::Relaxed);
+            ring.sw(k, s::DIMS + i).store(d as u64, Ordering::Relaxed);
         }
-        ring.publish(self.seq);
+        ring.publish(self.seq, k);
         core.event(h::DATA_EVENT).notify();
         self.producer.next = self.seq + 1;
+        self.producer.last = k;
         Ok(())
     }
 }
@@ -947,8 +964,9 @@ impl StreamConsumer {
                 .poll(sh.index, self.next)
                 .map_err(|e| Error::corrupt(format!("stream {}: {e}", core.name)))?
             {
-                Poll::Frame(seq) => {
-                    let frame = Frame::read(sh, seq).inspect_err(|_| ring.release(sh.index, seq))?;
+                Poll::Frame(seq, slot) => {
+                    let frame =
+                        Frame::read(sh, seq, slot).inspect_err(|_| ring.release(sh.index, seq))?;
                     sh.held.store(true, Ordering::Release);
                     self.next = seq + 1;
                     return Ok(Some(frame));
@@ -1058,13 +1076,16 @@ pub struct Frame {
 impl Frame {
     /// Reads frame `seq`'s metadata, checking it against the stream (ring
     /// invariant 5).
-    fn read(sh: &Arc<ConsumerShared>, seq: u64) -> Result<Frame> {
+    fn read(sh: &Arc<ConsumerShared>, seq: u64, slot: usize) -> Result<Frame> {
         let core = &sh.core;
         let ring = core.ring();
-        let get = |k: usize| ring.sw(seq, k).load(Ordering::Relaxed);
+        let get = |k: usize| ring.sw(slot, k).load(Ordering::Relaxed);
         let ndim = get(s::NDIM) as usize;
         let len = get(s::LEN);
         let bad = |why: String| Error::corrupt(format!("stream {} frame {seq}: {why}", core.name));
+        if get(s::SEQ) != seq {
+            return Err(bad(format!("its slot {slot} holds {:#x}", get(s::SEQ))));
+        }
         if ndim != core.max_shape.len() {
             return Err(bad(format!("{ndim} dimensions")));
         }
@@ -1082,7 +1103,7 @@ impl Frame {
             source_seq: get(s::SOURCE_SEQ),
             timestamp_ns: get(s::TIMESTAMP),
             shape,
-            off: core.slot_off(seq),
+            off: core.slot_off(slot),
             len: want,
         })
     }

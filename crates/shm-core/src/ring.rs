@@ -1,0 +1,547 @@
+//! A single-producer, multi-consumer ring of frames in shared memory: the
+//! control words and every step a producer or consumer takes on them,
+//! without waiting and without a lock. Waiting (spin, then futex),
+//! liveness and the frames' bytes belong to the user of this module
+//! (`fastio`'s streams); this part is what `loom` checks
+//! (`ring_loom.rs`), on `loom`'s atomics.
+//!
+//! # Layout (64-bit words)
+//!
+//! | words | what |
+//! |---|---|
+//! | `0..32` | header: magic, depth, slot size, consumer count, overflow, flags, element, maximum shape, `head`, producer token, end word, events |
+//! | `32..32+8C` | one record of 8 words per consumer: owner, next, holding, dropped |
+//! | then `D` | positions (`drop-oldest`): which slot holds each of the last `D` frames |
+//! | then `16S` | one record of 16 words per slot: sequence, length, source sequence, timestamp, ndim, dimensions |
+//!
+//! Under `block` there are `S = D` slots and frame `s` uses slot `s % D`.
+//! Under `drop-oldest` there are `S = D + C + 1` slots: the last `D`
+//! frames sit in the positions, each consumer may hold one more, and one
+//! is always free, so the producer never waits.
+//!
+//! # Invariants (numbered; the code cites them)
+//!
+//! 1. A frame is readable when `head` is past it and its slot's record
+//!    (under `block`) or its position (under `drop-oldest`) names it; the
+//!    producer stores the slot's metadata, then the sequence or position
+//!    (release), then `head`, so a consumer that sees either sees a whole
+//!    frame.
+//! 2. Under `block`, while the producer writes frame `n` the slot's
+//!    sequence word is `WRITING | n`: never equal to a frame number, so a
+//!    frame being written is never taken for a complete one, even after a
+//!    crash.
+//! 3. A consumer's `next` only grows; every frame below it is released by
+//!    that consumer. Under `block` the producer starts frame `n` only when
+//!    every consumer that is not detached has `next + depth > n`: frame
+//!    `n - depth`, the slot's previous content, was released by all.
+//! 4. Under `drop-oldest` the producer writes only a slot that no position
+//!    names and no consumer holds. A consumer announces the position entry
+//!    it takes in `holding` *before* it checks that the position still
+//!    names it, and the producer replaces a position *before* it later
+//!    reads the holdings to choose a slot, with a sequentially consistent
+//!    fence between the store and the load on both sides (Dekker): either the consumer sees the replacement and gives the
+//!    frame up as dropped, or the producer sees the holding and leaves the
+//!    slot alone. A held frame is never overwritten, and the producer never
+//!    waits.
+//! 5. Every value read from shared memory is checked before use: the
+//!    header against the region's length when a handle is made, slot
+//!    indexes, lengths and shapes against the header when a frame is read.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// A 64-bit atomic word: `std`'s in shared memory, `loom`'s in the model
+/// checks (`ring_loom.rs`).
+pub trait Word {
+    /// `load`.
+    fn load(&self, order: Ordering) -> u64;
+    /// `store`.
+    fn store(&self, v: u64, order: Ordering);
+    /// `fetch_add`.
+    fn fetch_add(&self, v: u64, order: Ordering) -> u64;
+    /// A sequentially consistent fence (`std::sync::atomic::fence`, or
+    /// `loom`'s, which models store-load ordering only through fences).
+    fn fence();
+}
+
+impl Word for AtomicU64 {
+    fn load(&self, order: Ordering) -> u64 {
+        AtomicU64::load(self, order)
+    }
+    fn store(&self, v: u64, order: Ordering) {
+        AtomicU64::store(self, v, order)
+    }
+    fn fetch_add(&self, v: u64, order: Ordering) -> u64 {
+        AtomicU64::fetch_add(self, v, order)
+    }
+    fn fence() {
+        std::sync::atomic::fence(Ordering::SeqCst)
+    }
+}
+
+#[cfg(loom)]
+impl Word for loom::sync::atomic::AtomicU64 {
+    fn load(&self, order: Ordering) -> u64 {
+        loom::sync::atomic::AtomicU64::load(self, order)
+    }
+    fn store(&self, v: u64, order: Ordering) {
+        loom::sync::atomic::AtomicU64::store(self, v, order)
+    }
+    fn fetch_add(&self, v: u64, order: Ordering) -> u64 {
+        loom::sync::atomic::AtomicU64::fetch_add(self, v, order)
+    }
+    fn fence() {
+        loom::sync::atomic::fence(Ordering::SeqCst)
+    }
+}
+
+/// "FIOSTRM1".
+pub const MAGIC: u64 = u64::from_le_bytes(*b"FIOSTRM1");
+/// Words of the header.
+pub const HEADER_WORDS: usize = 32;
+/// Words of one consumer record.
+pub const CONSUMER_WORDS: usize = 8;
+/// Words of one slot record.
+pub const SLOT_WORDS: usize = 16;
+/// Dimensions a frame may have.
+pub const MAX_FRAME_DIMS: usize = 8;
+/// Marks a slot whose frame is being written (invariant 2).
+pub const WRITING: u64 = 1 << 63;
+/// A slot that never held a frame.
+pub const NEVER: u64 = u64::MAX;
+/// Owner word of a consumer record that left (or died and was detached):
+/// it no longer holds the producer back.
+pub const DETACHED: u64 = 1 << 62;
+
+/// Header word indexes.
+pub mod h {
+    /// "FIOSTRM1" when the header is written.
+    pub const MAGIC: usize = 0;
+    /// Frames in flight.
+    pub const DEPTH: usize = 1;
+    /// Bytes of one slot.
+    pub const SLOT_SIZE: usize = 2;
+    /// Consumer records.
+    pub const CONSUMERS: usize = 3;
+    /// `Overflow::code`.
+    pub const OVERFLOW: usize = 4;
+    /// Bit 0: a dead producer may be restarted (consumers wait for it);
+    /// bit 1: a dead consumer may be restarted (the producer waits).
+    pub const FLAGS: usize = 5;
+    /// The element type's code (the user's table: `fastio`'s `ELEMENTS`).
+    pub const ELEMENT: usize = 6;
+    /// Dimensions of every frame.
+    pub const MAX_NDIM: usize = 7;
+    /// `8..16`: the largest shape.
+    pub const MAX_SHAPE: usize = 8;
+    /// Frames published: the next frame's number.
+    pub const HEAD: usize = 16;
+    /// The producer's participant token (0: none yet).
+    pub const PRODUCER: usize = 17;
+    /// 0 while the stream runs; `ENDED | n` after the producer ended it
+    /// with `n` frames; `POISONED | k` once it failed from frame `k`.
+    pub const END: usize = 18;
+    /// The data event (two 32-bit words): bumped by every publish.
+    pub const DATA_EVENT: usize = 20;
+    /// The space event: bumped by every release.
+    pub const SPACE_EVENT: usize = 21;
+}
+
+/// Consumer record word indexes.
+pub mod c {
+    /// 0: reserved, not attached yet (holds the producer back, so that a
+    /// consumer that starts late still sees frame 0); a participant token;
+    /// or `DETACHED | token`.
+    pub const OWNER: usize = 0;
+    /// The next frame this consumer reads (invariant 3).
+    pub const NEXT: usize = 1;
+    /// `s + 1` while frame `s` is held, else 0 (invariant 4).
+    pub const HOLDING: usize = 2;
+    /// Frames it lost to `drop-oldest`.
+    pub const DROPPED: usize = 3;
+}
+
+/// Slot record word indexes.
+pub mod s {
+    /// Sequence word of the slot's frame (`WRITING | n` while written).
+    pub const SEQ: usize = 0;
+    /// Bytes of the frame.
+    pub const LEN: usize = 1;
+    /// The frame number of the source frame it derives from.
+    pub const SOURCE_SEQ: usize = 2;
+    /// Nanoseconds since the Unix epoch at the source.
+    pub const TIMESTAMP: usize = 3;
+    /// Dimensions of the frame.
+    pub const NDIM: usize = 4;
+    /// `5..13`: the shape.
+    pub const DIMS: usize = 5;
+}
+
+/// End word: ended normally.
+pub const ENDED: u64 = 1 << 62;
+/// End word: failed.
+pub const POISONED: u64 = 1 << 61;
+/// End word: the frame count or frame number below the two flags.
+pub const END_MASK: u64 = POISONED - 1;
+
+/// What a full edge does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Overflow {
+    /// The producer waits until every consumer released the slot it
+    /// needs: nothing is lost (the default).
+    #[default]
+    Block,
+    /// The producer overwrites the oldest frame no consumer holds;
+    /// consumers see the gap in the frame numbers.
+    DropOldest,
+}
+
+impl Overflow {
+    /// The code stored in the header.
+    pub fn code(self) -> u64 {
+        match self {
+            Overflow::Block => 0,
+            Overflow::DropOldest => 1,
+        }
+    }
+
+    /// The overflow of a header code.
+    pub fn from_code(c: u64) -> Option<Overflow> {
+        match c {
+            0 => Some(Overflow::Block),
+            1 => Some(Overflow::DropOldest),
+            _ => None,
+        }
+    }
+}
+
+/// Slots of a ring of `depth` frames in flight and `consumers` consumers.
+pub fn slot_count(depth: usize, consumers: usize, overflow: Overflow) -> Option<usize> {
+    match overflow {
+        Overflow::Block => Some(depth),
+        Overflow::DropOldest => depth.checked_add(consumers)?.checked_add(1),
+    }
+}
+
+/// Words of control for `depth` frames in flight and `consumers`
+/// consumers.
+pub fn control_words(depth: usize, consumers: usize, overflow: Overflow) -> Option<usize> {
+    HEADER_WORDS
+        .checked_add(consumers.checked_mul(CONSUMER_WORDS)?)?
+        .checked_add(depth)?
+        .checked_add(slot_count(depth, consumers, overflow)?.checked_mul(SLOT_WORDS)?)
+}
+
+/// A position entry: frame `seq` in slot `slot` (0: none).
+fn entry(seq: u64, slot: usize) -> u64 {
+    ((seq + 1) << 16) | slot as u64
+}
+
+/// The frame and slot of a position entry.
+fn split(e: u64) -> Option<(u64, usize)> {
+    (e >> 16)
+        .checked_sub(1)
+        .map(|seq| (seq, (e & 0xffff) as usize))
+}
+
+/// The ring's control words, checked (invariant 5).
+pub struct Ring<'a, W = AtomicU64> {
+    w: &'a [W],
+    depth: u64,
+    consumers: usize,
+    slots: usize,
+    overflow: Overflow,
+}
+
+/// What the producer may do about frame `n`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Space {
+    /// This slot is its to write.
+    Ready(usize),
+    /// Consumer `i` still needs the slot.
+    Wait(usize),
+}
+
+/// What a consumer found at its next frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Poll {
+    /// Frame `s` in slot `k` is held (announced in `holding`): read it,
+    /// then release.
+    Frame(u64, usize),
+    /// Nothing new yet.
+    Empty,
+    /// Frames were overwritten (`drop-oldest`): the consumer now reads
+    /// from this frame on.
+    Skipped(u64),
+}
+
+/// Why a header was refused.
+pub type Invalid = String;
+
+impl<W> Clone for Ring<'_, W> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<W> Copy for Ring<'_, W> {}
+
+impl<'a, W: Word> Ring<'a, W> {
+    /// Writes a fresh header into `w` (zeroed memory that nobody else can
+    /// reach yet).
+    #[allow(clippy::too_many_arguments)]
+    pub fn init(
+        w: &'a [W],
+        depth: usize,
+        slot_size: u64,
+        consumers: usize,
+        overflow: Overflow,
+        flags: u64,
+        element: u64,
+        max_shape: &[usize],
+        producer: u64,
+    ) -> Result<Ring<'a, W>, Invalid> {
+        let need = control_words(depth, consumers, overflow).ok_or("too many slots")?;
+        if depth == 0 || w.len() < need || max_shape.len() > MAX_FRAME_DIMS {
+            return Err(format!(
+                "depth {depth}, {} dimensions, {} control words for {need}",
+                max_shape.len(),
+                w.len()
+            ));
+        }
+        let set = |i: usize, v: u64| w[i].store(v, Ordering::Relaxed);
+        set(h::DEPTH, depth as u64);
+        set(h::SLOT_SIZE, slot_size);
+        set(h::CONSUMERS, consumers as u64);
+        set(h::OVERFLOW, overflow.code());
+        set(h::FLAGS, flags);
+        set(h::ELEMENT, element);
+        set(h::MAX_NDIM, max_shape.len() as u64);
+        for (i, &d) in max_shape.iter().enumerate() {
+            set(h::MAX_SHAPE + i, d as u64);
+        }
+        set(h::HEAD, 0);
+        set(h::PRODUCER, producer);
+        set(h::END, 0);
+        let ring = Ring::trusted(w, depth as u64, consumers, overflow);
+        for i in 0..consumers {
+            for k in 0..CONSUMER_WORDS {
+                ring.cw(i, k).store(0, Ordering::Relaxed);
+            }
+        }
+        for p in 0..depth {
+            ring.position(p as u64).store(0, Ordering::Relaxed);
+        }
+        for slot in 0..ring.slots {
+            ring.sw(slot, s::SEQ).store(NEVER, Ordering::Relaxed);
+        }
+        // Last, with release: whoever validates the magic sees the rest.
+        w[h::MAGIC].store(MAGIC, Ordering::Release);
+        Ok(ring)
+    }
+
+    /// Checks a header written by [`Ring::init`] (invariant 5).
+    pub fn open(w: &'a [W]) -> Result<Ring<'a, W>, Invalid> {
+        if w.len() < HEADER_WORDS || w[h::MAGIC].load(Ordering::Acquire) != MAGIC {
+            return Err("not a stream (bad magic)".into());
+        }
+        let get = |i: usize| w[i].load(Ordering::Relaxed);
+        let depth = get(h::DEPTH);
+        let consumers = get(h::CONSUMERS);
+        let overflow = Overflow::from_code(get(h::OVERFLOW)).ok_or("unknown overflow code")?;
+        if depth == 0 || depth > 1 << 20 || consumers > 64 {
+            return Err(format!("depth {depth}, {consumers} consumers"));
+        }
+        let need =
+            control_words(depth as usize, consumers as usize, overflow).ok_or("too many slots")?;
+        if w.len() < need || get(h::MAX_NDIM) > MAX_FRAME_DIMS as u64 {
+            return Err("the control words do not fit the region".into());
+        }
+        Ok(Ring::trusted(w, depth, consumers as usize, overflow))
+    }
+
+    /// A ring over words that [`Ring::open`] already checked, with the
+    /// geometry it found (no header loads on the hot path).
+    pub fn trusted(w: &'a [W], depth: u64, consumers: usize, overflow: Overflow) -> Ring<'a, W> {
+        let slots = slot_count(depth as usize, consumers, overflow).unwrap_or(0);
+        debug_assert!(
+            control_words(depth as usize, consumers, overflow).is_some_and(|n| n <= w.len())
+        );
+        Ring {
+            w,
+            depth,
+            consumers,
+            slots,
+            overflow,
+        }
+    }
+
+    /// Header word `i` (`i < HEADER_WORDS`).
+    pub fn header(&self, i: usize) -> &'a W {
+        &self.w[i]
+    }
+
+    /// Word `k` of consumer record `i` (`i < consumers`, checked by callers).
+    pub fn cw(&self, i: usize, k: usize) -> &'a W {
+        &self.w[HEADER_WORDS + i * CONSUMER_WORDS + k]
+    }
+
+    /// The position of frame `seq` (`drop-oldest`).
+    fn position(&self, seq: u64) -> &'a W {
+        let p = (seq % self.depth) as usize;
+        &self.w[HEADER_WORDS + self.consumers * CONSUMER_WORDS + p]
+    }
+
+    /// Word `k` of the record of slot `slot` (`slot < slots`).
+    pub fn sw(&self, slot: usize, k: usize) -> &'a W {
+        let base = HEADER_WORDS + self.consumers * CONSUMER_WORDS + self.depth as usize;
+        &self.w[base + slot * SLOT_WORDS + k]
+    }
+
+    /// Frames in flight.
+    pub fn depth(&self) -> u64 {
+        self.depth
+    }
+
+    /// Consumer records.
+    pub fn consumers(&self) -> usize {
+        self.consumers
+    }
+
+    /// Slots.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// What a full ring does.
+    pub fn overflow(&self) -> Overflow {
+        self.overflow
+    }
+
+    /// Frames published so far.
+    pub fn head(&self) -> u64 {
+        self.w[h::HEAD].load(Ordering::Acquire)
+    }
+
+    fn detached(&self, i: usize) -> bool {
+        self.cw(i, c::OWNER).load(Ordering::SeqCst) & DETACHED != 0
+    }
+
+    /// May the producer write frame `n` now, and into which slot? Under
+    /// `block` that is slot `n % depth` once every consumer released frame
+    /// `n - depth`; the slot is then marked `WRITING` (invariants 2, 3).
+    /// Under `drop-oldest` it is any slot that no position names and no
+    /// consumer holds, starting after `last` (invariant 4); there always is
+    /// one.
+    pub fn try_begin(&self, n: u64, last: usize) -> Space {
+        match self.overflow {
+            Overflow::Block => {
+                for i in 0..self.consumers {
+                    if self.detached(i) {
+                        continue;
+                    }
+                    // Invariant 3.
+                    let next = self.cw(i, c::NEXT).load(Ordering::Acquire);
+                    if next.saturating_add(self.depth) <= n {
+                        return Space::Wait(i);
+                    }
+                }
+                let slot = (n % self.depth) as usize;
+                self.sw(slot, s::SEQ).store(WRITING | n, Ordering::SeqCst);
+                Space::Ready(slot)
+            }
+            Overflow::DropOldest => {
+                // Invariant 4: every position this producer replaced, then
+                // the fence, then the holdings.
+                W::fence();
+                for step in 1..=self.slots {
+                    let k = (last + step) % self.slots;
+                    if !self.named_or_held(k) {
+                        return Space::Ready(k);
+                    }
+                }
+                // Only a corrupt ring gets here: D positions and C
+                // holdings name at most D + C of the D + C + 1 slots.
+                Space::Wait(0)
+            }
+        }
+    }
+
+    /// Whether a position names slot `k` or a consumer holds it
+    /// (invariant 4: read after every position this producer replaced).
+    fn named_or_held(&self, k: usize) -> bool {
+        (0..self.depth)
+            .any(|p| split(self.position(p).load(Ordering::SeqCst)).is_some_and(|(_, s)| s == k))
+            || (0..self.consumers).any(|i| {
+                !self.detached(i)
+                    && split(self.cw(i, c::HOLDING).load(Ordering::SeqCst))
+                        .is_some_and(|(_, s)| s == k)
+            })
+    }
+
+    /// Publishes frame `n` from `slot`, whose bytes and metadata the
+    /// producer wrote (invariant 1).
+    pub fn publish(&self, n: u64, slot: usize) {
+        self.sw(slot, s::SEQ).store(n, Ordering::Release);
+        if self.overflow == Overflow::DropOldest {
+            self.position(n).store(entry(n, slot), Ordering::SeqCst);
+        }
+        self.w[h::HEAD].store(n + 1, Ordering::SeqCst);
+    }
+
+    /// Consumer `i` looks at its next frame `next`.
+    pub fn poll(&self, i: usize, next: u64) -> Result<Poll, Invalid> {
+        let head = self.w[h::HEAD].load(Ordering::SeqCst);
+        if head <= next {
+            return Ok(Poll::Empty);
+        }
+        let holding = self.cw(i, c::HOLDING);
+        match self.overflow {
+            Overflow::Block => {
+                holding.store(entry(next, 0), Ordering::SeqCst);
+                let slot = (next % self.depth) as usize;
+                let seq = self.sw(slot, s::SEQ).load(Ordering::SeqCst);
+                if seq == next {
+                    return Ok(Poll::Frame(next, slot));
+                }
+                holding.store(0, Ordering::SeqCst);
+                // Invariant 3 forbids this: the slot was rewritten while
+                // this consumer had not released it.
+                Err(format!(
+                    "frame {next}: its slot holds {seq:#x} under block (corrupt ring)"
+                ))
+            }
+            Overflow::DropOldest => {
+                let pos = self.position(next);
+                let e = pos.load(Ordering::SeqCst);
+                if let Some((seq, slot)) = split(e)
+                    && seq == next
+                {
+                    if slot >= self.slots {
+                        return Err(format!("frame {next}: slot {slot} of {}", self.slots));
+                    }
+                    // Invariant 4: announce, fence, then check again.
+                    holding.store(e, Ordering::SeqCst);
+                    W::fence();
+                    if pos.load(Ordering::SeqCst) == e {
+                        return Ok(Poll::Frame(next, slot));
+                    }
+                    holding.store(0, Ordering::SeqCst);
+                }
+                // Overwritten: go on from the oldest frame still in the
+                // positions.
+                let head = self.w[h::HEAD].load(Ordering::SeqCst);
+                let to = head.saturating_sub(self.depth).max(next + 1);
+                self.cw(i, c::DROPPED)
+                    .fetch_add(to - next, Ordering::Relaxed);
+                self.cw(i, c::NEXT).store(to, Ordering::Release);
+                Ok(Poll::Skipped(to))
+            }
+        }
+    }
+
+    /// Consumer `i` is done with frame `seq` (invariants 3 and 4).
+    pub fn release(&self, i: usize, seq: u64) {
+        self.cw(i, c::NEXT).store(seq + 1, Ordering::SeqCst);
+        self.cw(i, c::HOLDING).store(0, Ordering::SeqCst);
+    }
+}
