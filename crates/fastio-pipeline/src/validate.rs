@@ -677,6 +677,7 @@ fn plan(pipeline: &str, ops: &[OperatorDef]) -> Plan {
         pipeline: pipeline.to_owned(),
         operators,
         entries,
+        streaming: None,
     }
 }
 

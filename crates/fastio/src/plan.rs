@@ -114,6 +114,60 @@ pub struct Plan {
     pub operators: Vec<OperatorPlan>,
     /// Entries in definition order.
     pub entries: Vec<EntryPlan>,
+    /// Set when the job streams: every entry is then a stream of frames
+    /// (see [`crate::StreamProducer`]) named by its key, and operators loop
+    /// over frames ([`crate::Operator::frames`]).
+    pub streaming: Option<StreamingPlan>,
+}
+
+/// How a streaming job runs.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Default)]
+pub struct StreamingPlan {
+    /// Frames in flight per edge.
+    pub depth: u32,
+    /// A full edge drops its oldest frame instead of blocking the
+    /// producer.
+    pub drop_oldest: bool,
+    /// Sources stop after this many frames.
+    pub frames: Option<u64>,
+    /// Sources stop after this long (milliseconds).
+    pub duration_ms: Option<u64>,
+    /// The largest shape of each entry, by entry index (a static entry's
+    /// shape; a dynamic one's declared maximum).
+    pub max_shapes: Vec<Vec<usize>>,
+    /// Restarts allowed per operator, by operator index (0: none).
+    pub restarts: Vec<u32>,
+}
+
+impl StreamingPlan {
+    /// The options of the stream that carries entry `e` of `plan`.
+    pub fn stream_options(&self, plan: &Plan, e: usize) -> Result<crate::StreamOptions> {
+        let entry = plan
+            .entries
+            .get(e)
+            .ok_or_else(|| Error::Plan(format!("no entry {e}")))?;
+        let element = dtype::Primitive::from_name(&entry.element).ok_or_else(|| {
+            Error::Plan(format!(
+                "entry {}: unknown element type {:?}",
+                entry.name, entry.element
+            ))
+        })?;
+        let max = self
+            .max_shapes
+            .get(e)
+            .ok_or_else(|| Error::Plan(format!("entry {}: no largest shape", entry.name)))?;
+        let restarts = |i: usize| self.restarts.get(i).copied().unwrap_or(0) > 0;
+        Ok(crate::StreamOptions::new(element, max)
+            .depth(self.depth as usize)
+            .consumers(entry.consumers.len())
+            .overflow(if self.drop_oldest {
+                crate::Overflow::DropOldest
+            } else {
+                crate::Overflow::Block
+            })
+            .producer_may_restart(restarts(entry.producer))
+            .consumer_may_restart(entry.consumers.iter().any(|&c| restarts(c))))
+    }
 }
 
 impl Plan {
@@ -151,6 +205,13 @@ impl Plan {
             {
                 return bad(format!("operator {} names an entry out of range", op.name));
             }
+        }
+        if let Some(st) = &self.streaming
+            && (st.max_shapes.len() != self.entries.len()
+                || st.restarts.len() != self.operators.len()
+                || st.depth == 0)
+        {
+            return bad("the streaming plan does not match the entries and operators".into());
         }
         let mut keys: Vec<&str> = self.entries.iter().map(|e| e.key.as_str()).collect();
         keys.sort_unstable();

@@ -59,6 +59,7 @@ fn plan() -> Plan {
             },
         ],
         entries,
+        streaming: None,
     }
 }
 

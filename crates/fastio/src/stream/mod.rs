@@ -674,7 +674,18 @@ pub struct StreamProducer {
     /// The slot of the last frame (`drop-oldest` looks for a free one
     /// after it).
     last: usize,
+    /// The slot taken and not yet published.
+    begun: Option<Begun>,
     ended: bool,
+}
+
+/// A slot a producer took.
+#[derive(Debug)]
+struct Begun {
+    slot: usize,
+    off: usize,
+    shape: Vec<usize>,
+    source: Option<(u64, u64)>,
 }
 
 impl StreamProducer {
@@ -683,6 +694,7 @@ impl StreamProducer {
             core,
             next,
             last: 0,
+            begun: None,
             ended: false,
         }
     }
@@ -713,11 +725,22 @@ impl StreamProducer {
     /// that died is detached (or, with
     /// [`StreamOptions::consumer_may_restart`], waited for).
     pub fn next_slot(&mut self, timeout: Option<Duration>) -> Result<SlotMut<'_>> {
+        self.begin(timeout)?;
+        Ok(SlotMut { producer: self })
+    }
+
+    /// Takes the next slot (as [`next_slot`](StreamProducer::next_slot)),
+    /// kept in the producer until [`publish`](StreamProducer::publish); a
+    /// slot taken and not published is taken again by the next call.
+    pub fn begin(&mut self, timeout: Option<Duration>) -> Result<()> {
         if self.ended {
             return Err(Error::StreamConfig {
                 stream: self.core.name.clone(),
                 reason: "the stream was ended".into(),
             });
+        }
+        if self.begun.is_some() {
+            return Ok(());
         }
         let deadline = deadline(timeout);
         let core = &self.core;
@@ -756,17 +779,90 @@ impl StreamProducer {
                 }
             }
         };
-        let off = self.core.slot_off(slot);
-        let seq = self.next;
-        let shape = self.core.max_shape.clone();
-        Ok(SlotMut {
-            producer: self,
-            seq,
+        self.begun = Some(Begun {
             slot,
-            off,
-            shape,
+            off: self.core.slot_off(slot),
+            shape: self.core.max_shape.clone(),
             source: None,
+        });
+        Ok(())
+    }
+
+    fn begun(&mut self) -> Result<&mut Begun> {
+        let name = &self.core.name;
+        self.begun.as_mut().ok_or_else(|| Error::StreamConfig {
+            stream: name.clone(),
+            reason: "no slot taken: call begin first".into(),
         })
+    }
+
+    /// Sets the taken frame's shape: as many dimensions as the stream's
+    /// largest shape, each at most its size.
+    pub fn set_shape(&mut self, shape: &[usize]) -> Result<()> {
+        let max = &self.core.max_shape;
+        if shape.len() != max.len() || shape.iter().zip(max).any(|(d, m)| d > m) {
+            return Err(Error::StreamConfig {
+                stream: self.core.name.clone(),
+                reason: format!("frame shape {shape:?} exceeds the largest shape {max:?}"),
+            });
+        }
+        self.begun()?.shape = shape.to_vec();
+        Ok(())
+    }
+
+    /// The taken frame's shape.
+    pub fn shape(&self) -> Option<&[usize]> {
+        self.begun.as_ref().map(|b| &b.shape[..])
+    }
+
+    /// Says which source frame the taken one derives from and when that
+    /// was taken (ns since the Unix epoch). By default a frame is its own
+    /// source, stamped when published.
+    pub fn set_source(&mut self, seq: u64, timestamp_ns: u64) -> Result<()> {
+        self.begun()?.source = Some((seq, timestamp_ns));
+        Ok(())
+    }
+
+    /// The taken frame's bytes (for its current shape), to write.
+    pub fn bytes_mut(&mut self) -> Result<&mut [u8]> {
+        let elem = self.core.elem_size;
+        let b = self.begun.as_ref().ok_or_else(|| Error::StreamConfig {
+            stream: self.core.name.clone(),
+            reason: "no slot taken: call begin first".into(),
+        })?;
+        let len = b.shape.iter().product::<usize>() * elem;
+        // SAFETY: ring invariants 2 to 4: `begin` gave this producer the
+        // slot, no consumer holds a frame in it until it is published, and
+        // the `&mut self` borrow excludes every other use of it here (one
+        // producer per stream: `Context::stream_producer`). The range lies
+        // inside the slot (the shape is at most the largest).
+        unsafe { self.core.region.bytes_mut(b.off, len) }
+    }
+
+    /// Publishes the taken frame: consumers see it whole from now on.
+    pub fn publish(&mut self) -> Result<()> {
+        let b = self.begun.take().ok_or_else(|| Error::StreamConfig {
+            stream: self.core.name.clone(),
+            reason: "no slot taken: call begin first".into(),
+        })?;
+        let core = &self.core;
+        let ring = core.ring();
+        let seq = self.next;
+        let len = (b.shape.iter().product::<usize>() * core.elem_size) as u64;
+        let (source_seq, ts) = b.source.unwrap_or((seq, now_ns()));
+        let k = b.slot;
+        ring.sw(k, s::LEN).store(len, Ordering::Relaxed);
+        ring.sw(k, s::SOURCE_SEQ).store(source_seq, Ordering::Relaxed);
+        ring.sw(k, s::TIMESTAMP).store(ts, Ordering::Relaxed);
+        ring.sw(k, s::NDIM).store(b.shape.len() as u64, Ordering::Relaxed);
+        for (i, &d) in b.shape.iter().enumerate() {
+            ring.sw(k, s::DIMS + i).store(d as u64, Ordering::Relaxed);
+        }
+        ring.publish(seq, k);
+        core.event(h::DATA_EVENT).notify();
+        self.next = seq + 1;
+        self.last = k;
+        Ok(())
     }
 
     /// Ends the stream after the frames published so far: every consumer
@@ -807,81 +903,42 @@ impl Drop for StreamProducer {
 #[derive(Debug)]
 pub struct SlotMut<'a> {
     producer: &'a mut StreamProducer,
-    seq: u64,
-    slot: usize,
-    off: usize,
-    shape: Vec<usize>,
-    source: Option<(u64, u64)>,
 }
 
 impl SlotMut<'_> {
     /// The frame's number.
     pub fn seq(&self) -> u64 {
-        self.seq
+        self.producer.next
     }
 
     /// The frame's shape (the largest until [`set_shape`](SlotMut::set_shape)).
     pub fn shape(&self) -> &[usize] {
-        &self.shape
+        self.producer.shape().unwrap_or(&[])
     }
 
     /// Sets the frame's shape: as many dimensions as the stream's largest
     /// shape, each at most its size.
     pub fn set_shape(&mut self, shape: &[usize]) -> Result<()> {
-        let max = &self.producer.core.max_shape;
-        if shape.len() != max.len() || shape.iter().zip(max).any(|(d, m)| d > m) {
-            return Err(Error::StreamConfig {
-                stream: self.producer.core.name.clone(),
-                reason: format!("frame shape {shape:?} exceeds the largest shape {max:?}"),
-            });
-        }
-        self.shape = shape.to_vec();
-        Ok(())
+        self.producer.set_shape(shape)
     }
 
     /// Says which source frame this one derives from and when that was
     /// taken (nanoseconds since the Unix epoch). By default a frame is its
     /// own source, stamped when published.
     pub fn set_source(&mut self, seq: u64, timestamp_ns: u64) {
-        self.source = Some((seq, timestamp_ns));
-    }
-
-    fn len(&self) -> usize {
-        self.shape.iter().product::<usize>() * self.producer.core.elem_size
+        let _ = self.producer.set_source(seq, timestamp_ns);
     }
 
     /// The frame's bytes (for its current shape), to write.
     pub fn bytes_mut(&mut self) -> &mut [u8] {
-        let len = self.len();
-        // SAFETY: ring invariants 2 to 4: `try_begin` gave this producer
-        // the slot, no consumer holds a frame in it until `publish`, and
-        // the `&mut self` borrow excludes every other use of it here. The
-        // range lies inside the slot (the shape is at most the largest).
-        unsafe { self.producer.core.region.bytes_mut(self.off, len) }
-            .expect("a slot lies inside its stream (checked at open)")
+        self.producer
+            .bytes_mut()
+            .expect("a SlotMut exists only while its slot is taken, inside its stream")
     }
 
     /// Publishes the frame: consumers see it whole from now on.
     pub fn publish(self) -> Result<()> {
-        let core = &self.producer.core;
-        let ring = core.ring();
-        let len = self.len() as u64;
-        let (source_seq, ts) = self.source.unwrap_or((self.seq, now_ns()));
-        let k = self.slot;
-        ring.sw(k, s::LEN).store(len, Ordering::Relaxed);
-        ring.sw(k, s::SOURCE_SEQ)
-            .store(source_seq, Ordering::Relaxed);
-        ring.sw(k, s::TIMESTAMP).store(ts, Ordering::Relaxed);
-        ring.sw(k, s::NDIM)
-            .store(self.shape.len() as u64, Ordering::Relaxed);
-        for (i, &d) in self.shape.iter().enumerate() {
-            ring.sw(k, s::DIMS + i).store(d as u64, Ordering::Relaxed);
-        }
-        ring.publish(self.seq, k);
-        core.event(h::DATA_EVENT).notify();
-        self.producer.next = self.seq + 1;
-        self.producer.last = k;
-        Ok(())
+        self.producer.publish()
     }
 }
 
