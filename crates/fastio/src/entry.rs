@@ -370,6 +370,8 @@ pub struct Operator {
     name: String,
     inputs: Vec<(String, Entry)>,
     outputs: Vec<(String, Entry)>,
+    plan: Plan,
+    index: usize,
 }
 
 impl Operator {
@@ -400,6 +402,8 @@ impl Operator {
             outputs: entries(&op.outputs, Access::ReadWrite)?,
             name: op.name.clone(),
             ctx,
+            plan,
+            index,
         })
     }
 
@@ -413,6 +417,11 @@ impl Operator {
     #[allow(clippy::type_complexity)]
     pub fn into_parts(self) -> (Context, Vec<(String, Entry)>, Vec<(String, Entry)>) {
         (self.ctx, self.inputs, self.outputs)
+    }
+
+    /// The job's plan and this operator's index in it.
+    pub fn plan(&self) -> (&Plan, usize) {
+        (&self.plan, self.index)
     }
 
     /// The job's context.

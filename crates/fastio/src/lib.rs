@@ -78,6 +78,7 @@ mod ops;
 mod options;
 pub mod plan;
 mod recover;
+mod steps;
 mod stream;
 mod table;
 mod wait;
@@ -95,6 +96,7 @@ pub use layout::{MAX_DIMS, MAX_NAME_LEN, MAX_TYPE_LEN};
 pub use mapping::{Mapped, MappedMut, MappedPublished};
 pub use options::{ContextOptions, DEFAULT_PREFIX};
 pub use recover::Recovery;
+pub use steps::{OperatorStats, OutputSlot, STATS_PREFIX, Step, Steps};
 pub use stream::{
     ConsumerStatus, Frame, Frames, MAX_FRAME_DIMS, Overflow, STREAM_PREFIX, SlotMut,
     StreamConsumer, StreamOptions, StreamProducer, StreamStatus,

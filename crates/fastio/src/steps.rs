@@ -1,0 +1,437 @@
+//! An operator's frame loop in a streaming job: each [`Step`] is one frame
+//! of every input (aligned by their source frame) and one slot of every
+//! output, given out by [`Operator::frames`].
+//!
+//! ```no_run
+//! # fn main() -> fastio::Result<()> {
+//! let mut op = fastio::Operator::from_env()?;
+//! for step in op.frames()? {
+//!     let step = step?;
+//!     let input = step.input("image")?;     // read-only, PROT_READ pages
+//!     let mut out = step.output("mask")?;   // waits for a free slot
+//!     out.set_shape(input.shape())?;
+//!     out.bytes_mut()?.copy_from_slice(input.bytes());
+//! } // each step publishes its outputs when it ends
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! * A **source** (an operator without inputs) gets steps until the job's
+//!   frame count or duration is reached; then its outputs end.
+//! * An operator **with inputs** gets a step for every source frame that
+//!   reached all of its inputs: frames are aligned by
+//!   [`Frame::source_seq`](crate::Frame::source_seq), and a frame that has
+//!   no partner on another input (dropped upstream) is skipped. When an
+//!   input ends, the loop ends and so do the outputs; when an input fails,
+//!   the step is an error and the outputs fail too (downstream operators
+//!   see [`Error::StreamPoisoned`]).
+//! * A step's outputs are published, stamped with its source frame and
+//!   timestamp, when the step is dropped (not while the thread panics); an
+//!   output that was never asked for is skipped for that frame.
+//! * At the end the loop publishes the operator's statistics
+//!   ([`OperatorStats`]) in the context for the driver's summary.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use crate::context::Context;
+use crate::entry::Operator;
+use crate::error::{Error, Result};
+use crate::stream::{Frame, StreamConsumer, StreamProducer};
+
+/// Prefix of the name an operator's statistics are published under:
+/// `fastio.stats/<operator, lower case>`.
+pub const STATS_PREFIX: &str = "fastio.stats/";
+
+/// Samples kept per statistic (a reservoir beyond that).
+const SAMPLES: usize = 1 << 16;
+
+/// What an operator's frame loop did, published when it ends.
+#[derive(Serialize, Deserialize, Debug, Clone, Default, PartialEq)]
+pub struct OperatorStats {
+    /// Steps taken (frames out, for a source).
+    pub steps: u64,
+    /// Frames received, per input (definition order).
+    pub frames_in: Vec<u64>,
+    /// Frames published, per output.
+    pub frames_out: Vec<u64>,
+    /// Frames lost to `drop-oldest` or skipped by alignment, per input.
+    pub dropped: Vec<u64>,
+    /// Time per step, 50th and 99th percentile (ns).
+    pub step_ns: [u64; 2],
+    /// Age of each input's frames when they arrived (now minus the source
+    /// timestamp), 50th and 99th percentile (ns), per input.
+    pub latency_ns: Vec<[u64; 2]>,
+}
+
+/// A bounded sample of durations with exact percentiles of what it kept.
+#[derive(Debug, Default)]
+struct Samples {
+    kept: Vec<u64>,
+    seen: u64,
+}
+
+impl Samples {
+    fn add(&mut self, v: u64) {
+        self.seen += 1;
+        if self.kept.len() < SAMPLES {
+            self.kept.push(v);
+        } else {
+            // A cheap deterministic reservoir: replace slot `seen * φ`.
+            let i = (self.seen.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 48) as usize % SAMPLES;
+            self.kept[i] = v;
+        }
+    }
+
+    fn p50_p99(&self) -> [u64; 2] {
+        if self.kept.is_empty() {
+            return [0, 0];
+        }
+        let mut v = self.kept.clone();
+        v.sort_unstable();
+        let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+        [at(0.5), at(0.99)]
+    }
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    steps: u64,
+    frames_in: Vec<u64>,
+    frames_out: Vec<u64>,
+    skipped: Vec<u64>,
+    step: Samples,
+    latency: Vec<Samples>,
+}
+
+fn now_ns() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// An output of the loop: its local name and producer.
+type Output = (String, Arc<Mutex<StreamProducer>>);
+
+/// The steps of an operator ([`Operator::frames`]).
+#[derive(Debug)]
+pub struct Steps {
+    ctx: Context,
+    operator: String,
+    inputs: Vec<(String, StreamConsumer)>,
+    outputs: Vec<Output>,
+    frames: Option<u64>,
+    until: Option<Instant>,
+    tally: Arc<Mutex<Tally>>,
+    live: Arc<AtomicBool>,
+    done: bool,
+}
+
+impl Operator {
+    /// The frame loop of this operator in a streaming job: attaches to its
+    /// input streams (as the consumer the plan names) and output streams
+    /// (as their producer). [`Error::Plan`] when the job does not stream.
+    pub fn frames(&mut self) -> Result<Steps> {
+        let (plan, index) = self.plan();
+        let streaming = plan.streaming.as_ref().ok_or_else(|| {
+            Error::Plan("the job does not stream (no `streaming` section)".into())
+        })?;
+        let op = &plan.operators[index];
+        let ctx = self.context().clone();
+        let mut inputs = Vec::new();
+        for (local, e) in &op.inputs {
+            let entry = &plan.entries[*e];
+            let consumer = entry
+                .consumers
+                .iter()
+                .position(|&c| c == index)
+                .ok_or_else(|| Error::Plan(format!("{} does not consume {}", op.name, entry.name)))?;
+            inputs.push((local.clone(), ctx.stream_consumer(&entry.key, consumer)?));
+        }
+        let mut outputs = Vec::new();
+        for (local, e) in &op.outputs {
+            let producer = ctx.stream_producer(&plan.entries[*e].key)?;
+            outputs.push((local.clone(), Arc::new(Mutex::new(producer))));
+        }
+        let tally = Tally {
+            frames_in: vec![0; inputs.len()],
+            skipped: vec![0; inputs.len()],
+            latency: (0..inputs.len()).map(|_| Samples::default()).collect(),
+            frames_out: vec![0; outputs.len()],
+            ..Tally::default()
+        };
+        let source = inputs.is_empty();
+        Ok(Steps {
+            ctx,
+            operator: op.name.clone(),
+            inputs,
+            outputs,
+            frames: if source { streaming.frames } else { None },
+            until: streaming
+                .duration_ms
+                .filter(|_| source)
+                .and_then(|ms| Instant::now().checked_add(Duration::from_millis(ms))),
+            tally: Arc::new(Mutex::new(tally)),
+            live: Arc::new(AtomicBool::new(false)),
+            done: false,
+        })
+    }
+}
+
+impl Steps {
+    /// Ends every output (or fails them) and publishes the statistics.
+    fn finish(&mut self, failed: bool) {
+        if self.done {
+            return;
+        }
+        self.done = true;
+        for (_, p) in &self.outputs {
+            let mut p = lock(p);
+            if failed {
+                p.poison();
+            } else {
+                let _ = p.end();
+            }
+        }
+        let _ = self.publish_stats();
+    }
+
+    /// The statistics so far.
+    pub fn stats(&self) -> OperatorStats {
+        let t = lock(&self.tally);
+        OperatorStats {
+            steps: t.steps,
+            frames_in: t.frames_in.clone(),
+            frames_out: t.frames_out.clone(),
+            dropped: self
+                .inputs
+                .iter()
+                .zip(&t.skipped)
+                .map(|((_, c), s)| c.dropped() + s)
+                .collect(),
+            step_ns: t.step.p50_p99(),
+            latency_ns: t.latency.iter().map(Samples::p50_p99).collect(),
+        }
+    }
+
+    fn publish_stats(&self) -> Result<()> {
+        let bytes = postcard::to_allocvec(&self.stats())
+            .map_err(|e| Error::Plan(format!("cannot encode statistics: {e}")))?;
+        let name = format!("{STATS_PREFIX}{}", self.operator.to_ascii_lowercase());
+        if let Ok(old) = self.ctx.get(&name) {
+            old.free()?;
+        }
+        let mut a = self.ctx.create(bytes.len().max(1) as u64)?;
+        a.map_mut()?[..bytes.len()].copy_from_slice(&bytes);
+        a.publish_and_release(&name)
+    }
+
+    /// One frame of every input, aligned by source frame; `None` at the
+    /// end of an input.
+    fn aligned(&mut self) -> Result<Option<Vec<Frame>>> {
+        let mut frames: Vec<Option<Frame>> = Vec::with_capacity(self.inputs.len());
+        for (_, c) in &mut self.inputs {
+            match c.next(None)? {
+                Some(f) => frames.push(Some(f)),
+                None => return Ok(None),
+            }
+        }
+        let source = |f: &Option<Frame>| f.as_ref().map_or(0, Frame::source_seq);
+        loop {
+            let target = frames.iter().map(source).max().unwrap_or(0);
+            let mut moved = false;
+            for (k, (_, c)) in self.inputs.iter_mut().enumerate() {
+                while source(&frames[k]) < target {
+                    lock(&self.tally).skipped[k] += 1;
+                    // The old frame goes first: one held frame per input.
+                    frames[k] = None;
+                    match c.next(None)? {
+                        Some(f) => frames[k] = Some(f),
+                        None => return Ok(None),
+                    }
+                    moved = true;
+                }
+            }
+            if !moved {
+                return Ok(Some(frames.into_iter().flatten().collect()));
+            }
+        }
+    }
+}
+
+impl Iterator for Steps {
+    type Item = Result<Step>;
+
+    fn next(&mut self) -> Option<Result<Step>> {
+        if self.done {
+            return None;
+        }
+        if self.live.load(Ordering::Acquire) {
+            return Some(Err(Error::FrameHeld(self.operator.clone())));
+        }
+        let (seq, timestamp_ns, frames) = if self.inputs.is_empty() {
+            let steps = lock(&self.tally).steps;
+            if self.frames.is_some_and(|n| steps >= n)
+                || self.until.is_some_and(|t| Instant::now() >= t)
+            {
+                self.finish(false);
+                return None;
+            }
+            (steps, now_ns(), Vec::new())
+        } else {
+            match self.aligned() {
+                Ok(Some(frames)) => {
+                    let now = now_ns();
+                    let mut t = lock(&self.tally);
+                    for (k, f) in frames.iter().enumerate() {
+                        t.frames_in[k] += 1;
+                        t.latency[k].add(now.saturating_sub(f.timestamp_ns()));
+                    }
+                    (frames[0].source_seq(), frames[0].timestamp_ns(), frames)
+                }
+                Ok(None) => {
+                    self.finish(false);
+                    return None;
+                }
+                Err(e) => {
+                    self.finish(true);
+                    return Some(Err(e));
+                }
+            }
+        };
+        lock(&self.tally).steps += 1;
+        self.live.store(true, Ordering::Release);
+        Some(Ok(Step {
+            seq,
+            timestamp_ns,
+            inputs: self
+                .inputs
+                .iter()
+                .map(|(n, _)| n.clone())
+                .zip(frames)
+                .collect(),
+            outputs: self.outputs.clone(),
+            started: Instant::now(),
+            tally: self.tally.clone(),
+            live: self.live.clone(),
+        }))
+    }
+}
+
+impl Drop for Steps {
+    fn drop(&mut self) {
+        // A loop left early (break, `?`) still ends its outputs; a panic
+        // fails them.
+        self.finish(std::thread::panicking());
+    }
+}
+
+/// One frame of an operator's loop: its inputs' frames and its outputs'
+/// slots. Dropping it publishes the outputs that were asked for.
+#[derive(Debug)]
+pub struct Step {
+    seq: u64,
+    timestamp_ns: u64,
+    inputs: Vec<(String, Frame)>,
+    outputs: Vec<Output>,
+    started: Instant,
+    tally: Arc<Mutex<Tally>>,
+    live: Arc<AtomicBool>,
+}
+
+impl Step {
+    /// The source frame this step derives from.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// When the source frame was taken (ns since the Unix epoch).
+    pub fn timestamp_ns(&self) -> u64 {
+        self.timestamp_ns
+    }
+
+    /// The frame of input `name` (its local name), read-only.
+    pub fn input(&self, name: &str) -> Result<&Frame> {
+        self.inputs
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, f)| f)
+            .ok_or_else(|| Error::UnknownEntry(name.to_owned()))
+    }
+
+    /// The frames of every input, in definition order.
+    pub fn inputs(&self) -> impl Iterator<Item = &Frame> {
+        self.inputs.iter().map(|(_, f)| f)
+    }
+
+    /// The slot of output `name` for this frame, waiting for a free one
+    /// (back-pressure) the first time it is asked for.
+    pub fn output(&self, name: &str) -> Result<OutputSlot<'_>> {
+        let (_, p) = self
+            .outputs
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .ok_or_else(|| Error::UnknownEntry(name.to_owned()))?;
+        let mut guard = lock(p);
+        guard.begin(None)?;
+        Ok(OutputSlot { producer: guard })
+    }
+}
+
+impl Drop for Step {
+    fn drop(&mut self) {
+        let publish = !std::thread::panicking();
+        let mut t = lock(&self.tally);
+        for (k, (_, p)) in self.outputs.iter().enumerate() {
+            let mut p = lock(p);
+            if publish && p.shape().is_some() {
+                let ok = p
+                    .set_source(self.seq, self.timestamp_ns)
+                    .and_then(|()| p.publish());
+                if ok.is_ok() {
+                    t.frames_out[k] += 1;
+                }
+            }
+        }
+        t.step.add(self.started.elapsed().as_nanos() as u64);
+        drop(t);
+        // The frames go with the step; then the loop may go on.
+        self.inputs.clear();
+        self.live.store(false, Ordering::Release);
+    }
+}
+
+/// An output's slot in a step ([`Step::output`]).
+#[derive(Debug)]
+pub struct OutputSlot<'a> {
+    producer: MutexGuard<'a, StreamProducer>,
+}
+
+impl OutputSlot<'_> {
+    /// The frame's shape (the largest until set).
+    pub fn shape(&self) -> &[usize] {
+        self.producer.shape().unwrap_or(&[])
+    }
+
+    /// Sets the frame's shape (at most the declared largest).
+    pub fn set_shape(&mut self, shape: &[usize]) -> Result<()> {
+        self.producer.set_shape(shape)
+    }
+
+    /// The frame's bytes, to write.
+    pub fn bytes_mut(&mut self) -> Result<&mut [u8]> {
+        self.producer.bytes_mut()
+    }
+
+    /// The element type of the output.
+    pub fn element(&self) -> dtype::Primitive {
+        self.producer.element()
+    }
+}
