@@ -67,6 +67,13 @@ pub(crate) struct RunArgs {
     /// Print the summary as JSON (`--report json`).
     #[arg(long, value_name = "json")]
     report: Option<String>,
+    /// A streaming pipeline's sources stop after this many frames
+    /// (instead of the definition's `streaming.frames`).
+    #[arg(long, value_name = "N")]
+    frames: Option<u64>,
+    /// A streaming pipeline's sources stop after this many seconds.
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
 }
 
 fn params(raw: &[String]) -> Result<Vec<(String, String)>, Failure> {
@@ -229,6 +236,31 @@ fn summary(report: &RunReport) -> String {
             r.bytes_shared >> 20
         ));
     }
+    if report.operators.iter().any(|r| r.frames.is_some()) {
+        out.push_str(
+            "operator             steps   in      out     dropped  step p50   p99       latency p50   p99     restarts\n",
+        );
+        for r in &report.operators {
+            let Some(f) = &r.frames else { continue };
+            let lat = f
+                .latency_ns
+                .iter()
+                .fold([0u64, 0], |a, l| [a[0].max(l[0]), a[1].max(l[1])]);
+            out.push_str(&format!(
+                "{:<20} {:<7} {:<7} {:<7} {:<8} {:>7.3}ms {:>7.3}ms {:>9.3}ms {:>7.3}ms {}\n",
+                r.name,
+                f.steps,
+                f.frames_in.iter().sum::<u64>(),
+                f.frames_out.iter().sum::<u64>(),
+                f.dropped.iter().sum::<u64>(),
+                f.step_ns[0] as f64 / 1e6,
+                f.step_ns[1] as f64 / 1e6,
+                lat[0] as f64 / 1e6,
+                lat[1] as f64 / 1e6,
+                r.restarts,
+            ));
+        }
+    }
     out.push_str(&format!("total wall {:.3}s\n", report.wall.as_secs_f64()));
     out
 }
@@ -248,6 +280,16 @@ fn report_json(report: &RunReport) -> String {
             "cpu_seconds": r.cpu.as_secs_f64(),
             "peak_rss_kib": r.peak_rss_kib,
             "bytes_shared": r.bytes_shared,
+            "restarts": r.restarts,
+            "frames": r.frames.as_ref().map(|f| json!({
+                "steps": f.steps,
+                "in": f.frames_in,
+                "out": f.frames_out,
+                "dropped": f.dropped,
+                "step_ns_p50": f.step_ns[0],
+                "step_ns_p99": f.step_ns[1],
+                "latency_ns": f.latency_ns.iter().map(|l| json!({"p50": l[0], "p99": l[1]})).collect::<Vec<_>>(),
+            })),
         })).collect::<Vec<_>>(),
     })
     .to_string()
@@ -264,8 +306,37 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
             });
         }
     };
-    let def = definition(&args.def)?;
+    let mut def = definition(&args.def)?;
     print_warnings(&def.warnings);
+    if args.frames.is_some() || args.duration.is_some() {
+        let Some(st) = def.pipeline.plan.streaming.as_mut() else {
+            return Err(Failure {
+                message: format!(
+                    "{}: --frames and --duration need a `streaming:` section",
+                    args.def.file.display()
+                ),
+                code: 2,
+            });
+        };
+        if let Some(n) = args.frames {
+            if n == 0 {
+                return Err(Failure {
+                    message: "--frames 0: expected at least one frame".into(),
+                    code: 2,
+                });
+            }
+            st.frames = Some(n);
+        }
+        if let Some(t) = args.duration {
+            if !(t > 0.0 && t.is_finite()) {
+                return Err(Failure {
+                    message: format!("--duration {t}: expected a positive number of seconds"),
+                    code: 2,
+                });
+            }
+            st.duration_ms = Some((t * 1000.0).ceil() as u64);
+        }
+    }
     let base_dir = args
         .def
         .file
@@ -325,6 +396,18 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
             Progress::Finished(_, _) => {
                 if let Some(b) = &bar {
                     b.inc(1);
+                }
+            }
+            Progress::Streams(rates) => {
+                let line = rates
+                    .iter()
+                    .map(|r| format!("{} {:.0} fps ({} frames)", r.entry, r.fps, r.frames))
+                    .collect::<Vec<_>>()
+                    .join(" | ");
+                match &bar {
+                    Some(b) => b.set_message(line),
+                    None if !json => eprintln!("streams: {line}"),
+                    None => {}
                 }
             }
         })

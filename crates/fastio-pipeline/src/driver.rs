@@ -144,6 +144,11 @@ pub struct OperatorReport {
     pub bytes_shared: u64,
     /// Its last stderr lines.
     pub stderr_tail: Vec<String>,
+    /// In a streaming run: what its frame loop did (published by the
+    /// operator when its loop ended).
+    pub frames: Option<fastio::OperatorStats>,
+    /// In a streaming run: how often it was started again.
+    pub restarts: u32,
 }
 
 /// What happened in a run.
@@ -188,26 +193,28 @@ pub enum Progress {
     },
     /// An operator ended.
     Finished(String, Outcome),
+    /// In a streaming run, every second: each stream's progress.
+    Streams(Vec<crate::supervise::StreamRate>),
 }
 
-enum Event {
+pub(crate) enum Event {
     Line(usize, bool, String),
     Exited(usize, i32, libc::rusage),
 }
 
-struct Running {
-    pid: i32,
-    started: Instant,
-    term_sent: Option<Instant>,
-    timed_out: bool,
-    stopped: bool,
+pub(crate) struct Running {
+    pub(crate) pid: i32,
+    pub(crate) started: Instant,
+    pub(crate) term_sent: Option<Instant>,
+    pub(crate) timed_out: bool,
+    pub(crate) stopped: bool,
 }
 
 /// Runs a validated pipeline on this machine.
 #[derive(Debug)]
 pub struct LocalDriver {
-    pipeline: Pipeline,
-    opts: RunOptions,
+    pub(crate) pipeline: Pipeline,
+    pub(crate) opts: RunOptions,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> DriverError + '_ {
@@ -223,9 +230,22 @@ impl LocalDriver {
         LocalDriver { pipeline, opts }
     }
 
-    fn context(&self) -> Result<Context, DriverError> {
+    pub(crate) fn context(&self) -> Result<Context, DriverError> {
         let mut bytes = 0u64;
-        for e in self.pipeline.plan.entries.iter().filter(|e| e.is_static()) {
+        if let Some(st) = &self.pipeline.plan.streaming {
+            for e in 0..self.pipeline.plan.entries.len() {
+                let o = st.stream_options(&self.pipeline.plan, e)?;
+                bytes += o.reserved_bytes().unwrap_or(u64::MAX / 4) + 4096;
+            }
+        }
+        let streaming = self.pipeline.plan.streaming.is_some();
+        for e in self
+            .pipeline
+            .plan
+            .entries
+            .iter()
+            .filter(|e| e.is_static() && !streaming)
+        {
             let elem = dtype::Primitive::from_name(&e.element).map_or(1, |p| p.size() as u64);
             let n: u64 = e.shape.iter().map(|d| d.unwrap_or(0) as u64).product();
             // Size classes round up by at most 1/8, plus a page.
@@ -309,7 +329,11 @@ impl LocalDriver {
                     .map_err(DriverError::Signal)?,
             );
         }
-        let result = self.run_inner(&mut progress, &interrupted, t0);
+        let result = if self.pipeline.plan.streaming.is_some() {
+            self.run_streaming(&mut progress, &interrupted, t0)
+        } else {
+            self.run_inner(&mut progress, &interrupted, t0)
+        };
         for id in sig_ids {
             signal_hook::low_level::unregister(id);
         }
@@ -352,6 +376,8 @@ impl LocalDriver {
                 peak_rss_kib: 0,
                 bytes_shared: 0,
                 stderr_tail: Vec::new(),
+                frames: None,
+                restarts: 0,
             })
             .collect();
         let mut done = vec![false; n];
@@ -425,20 +451,7 @@ impl LocalDriver {
                     };
                     done[i] = true;
                     let rep = &mut reports[i];
-                    rep.wall = r.started.elapsed();
-                    rep.cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
-                    rep.peak_rss_kib = usage.ru_maxrss.max(0) as u64;
-                    rep.outcome = if r.timed_out {
-                        Outcome::TimedOut
-                    } else if r.stopped {
-                        Outcome::Stopped
-                    } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
-                        Outcome::Succeeded
-                    } else if libc::WIFEXITED(status) {
-                        Outcome::Failed(libc::WEXITSTATUS(status))
-                    } else {
-                        Outcome::Signaled(libc::WTERMSIG(status))
-                    };
+                    account(rep, &r, status, &usage);
                     // A dead child's holds and mappings go back now.
                     let _ = ctx.recover();
                     if rep.outcome == Outcome::Succeeded {
@@ -454,37 +467,10 @@ impl LocalDriver {
                 }
                 Err(_) => {}
             }
-            // Timeouts, interruption, and the SIGTERM → SIGKILL escalation.
             if interrupted.load(Ordering::Relaxed) && !stopping {
                 stopping = true;
             }
-            for r in running.values_mut() {
-                if let Some(limit) = self.opts.timeout
-                    && !r.timed_out
-                    && r.term_sent.is_none()
-                    && r.started.elapsed() > limit
-                {
-                    r.timed_out = true;
-                    stopping = true;
-                    signal_group(r.pid, libc::SIGTERM);
-                    r.term_sent = Some(Instant::now());
-                }
-            }
-            if stopping {
-                for r in running.values_mut() {
-                    match r.term_sent {
-                        None => {
-                            r.stopped = !r.timed_out;
-                            signal_group(r.pid, libc::SIGTERM);
-                            r.term_sent = Some(Instant::now());
-                        }
-                        Some(at) if at.elapsed() > self.opts.grace => {
-                            signal_group(r.pid, libc::SIGKILL);
-                        }
-                        Some(_) => {}
-                    }
-                }
-            }
+            stopping |= self.escalate(&mut running, stopping);
         }
         // Late lines of the last children.
         while let Ok(Event::Line(i, stderr, text)) = rx.try_recv() {
@@ -512,7 +498,41 @@ impl LocalDriver {
         })
     }
 
-    fn spawn(
+    /// Timeouts and the SIGTERM → SIGKILL escalation of a run that is
+    /// `stopping`; true when a timeout starts the stop.
+    pub(crate) fn escalate(&self, running: &mut BTreeMap<usize, Running>, stopping: bool) -> bool {
+        let mut timed_out = false;
+        for r in running.values_mut() {
+            if let Some(limit) = self.opts.timeout
+                && !r.timed_out
+                && r.term_sent.is_none()
+                && r.started.elapsed() > limit
+            {
+                r.timed_out = true;
+                timed_out = true;
+                signal_group(r.pid, libc::SIGTERM);
+                r.term_sent = Some(Instant::now());
+            }
+        }
+        if stopping || timed_out {
+            for r in running.values_mut() {
+                match r.term_sent {
+                    None => {
+                        r.stopped = !r.timed_out;
+                        signal_group(r.pid, libc::SIGTERM);
+                        r.term_sent = Some(Instant::now());
+                    }
+                    Some(at) if at.elapsed() > self.opts.grace => {
+                        signal_group(r.pid, libc::SIGKILL);
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        timed_out
+    }
+
+    pub(crate) fn spawn(
         &self,
         i: usize,
         handle: &str,
@@ -611,11 +631,29 @@ impl LocalDriver {
     }
 }
 
+/// Fills in how operator `r` ended from its wait status and usage.
+pub(crate) fn account(rep: &mut OperatorReport, r: &Running, status: i32, usage: &libc::rusage) {
+    rep.wall = r.started.elapsed();
+    rep.cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
+    rep.peak_rss_kib = rep.peak_rss_kib.max(usage.ru_maxrss.max(0) as u64);
+    rep.outcome = if r.timed_out {
+        Outcome::TimedOut
+    } else if r.stopped {
+        Outcome::Stopped
+    } else if libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0 {
+        Outcome::Succeeded
+    } else if libc::WIFEXITED(status) {
+        Outcome::Failed(libc::WEXITSTATUS(status))
+    } else {
+        Outcome::Signaled(libc::WTERMSIG(status))
+    };
+}
+
 fn tv(t: libc::timeval) -> Duration {
     Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
 }
 
-fn describe(o: &Outcome) -> String {
+pub(crate) fn describe(o: &Outcome) -> String {
     match o {
         Outcome::Succeeded => "succeeded".into(),
         Outcome::Failed(c) => format!("exited with status {c}"),
@@ -666,13 +704,13 @@ fn lines(
 }
 
 /// The directories of a run: the output root and one per stream output.
-struct Dirs {
-    output: PathBuf,
+pub(crate) struct Dirs {
+    pub(crate) output: PathBuf,
     streams: Vec<(String, PathBuf)>,
 }
 
 impl Dirs {
-    fn make(p: &Pipeline, output: Option<&Path>) -> Result<Dirs, DriverError> {
+    pub(crate) fn make(p: &Pipeline, output: Option<&Path>) -> Result<Dirs, DriverError> {
         // Operators run in the definition's directory: give them absolute
         // paths.
         let has_streams = p

@@ -42,6 +42,8 @@
 mod driver;
 mod load;
 pub mod model;
+mod streaming;
+mod supervise;
 mod validate;
 
 pub use driver::{
@@ -50,6 +52,7 @@ pub use driver::{
 };
 pub use fastio::plan::{STREAM_ENV_PREFIX, stream_env};
 pub use load::{Diagnostic, MAX_DEFINITION_BYTES, Severity};
+pub use supervise::StreamRate;
 pub use validate::{InputDef, IoType, MAX_NAME_LEN, OperatorDef, OutputDef, Pipeline, primitive};
 
 /// A checked pipeline definition and the warnings about it.

@@ -86,6 +86,13 @@ impl Report {
         self.push(Severity::Warning, at, path, message.into());
     }
 
+    pub(crate) fn error_count(&self) -> usize {
+        self.items
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count()
+    }
+
     pub(crate) fn has_errors(&self) -> bool {
         self.items.iter().any(|d| d.severity == Severity::Error)
     }

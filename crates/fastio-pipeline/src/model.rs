@@ -39,6 +39,37 @@ pub struct PipelineDoc {
     pub pull_secrets: Option<Spanned<IgnoredAny>>,
     /// The operators.
     pub operators: Vec<OperatorDoc>,
+    /// Ours, not Clara's: run the pipeline as a stream of frames
+    /// (`docs/pipelines.md`, *Streaming*).
+    pub streaming: Option<Spanned<StreamingDoc>>,
+}
+
+/// `streaming:`: the operators stay up and frames flow through them.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct StreamingDoc {
+    /// Frames in flight per edge (default 4).
+    pub depth: Option<Spanned<i64>>,
+    /// `block` (default) or `drop-oldest`.
+    pub overflow: Option<Spanned<String>>,
+    /// Sources stop after this many frames.
+    pub frames: Option<Spanned<i64>>,
+    /// Sources stop after this many seconds.
+    pub duration: Option<Spanned<f64>>,
+    /// The largest shape of each dynamic output (`operator/output`).
+    pub max_shape: Option<BTreeMap<String, Spanned<Vec<Spanned<i64>>>>>,
+    /// Operators started again when they fail.
+    pub restart: Option<BTreeMap<String, Spanned<RestartDoc>>>,
+}
+
+/// How an operator is restarted.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RestartDoc {
+    /// Only `on-failure`.
+    pub policy: Spanned<String>,
+    /// Restarts allowed (default 3).
+    pub limit: Option<Spanned<i64>>,
 }
 
 /// One operator.

@@ -425,7 +425,13 @@ pub(crate) fn validate(doc: &PipelineDoc, r: &mut Report) -> Option<Pipeline> {
     if r.has_errors() {
         return None;
     }
-    let plan = plan(&doc.name.value, &operators);
+    let mut plan = plan(&doc.name.value, &operators);
+    if let Some(sd) = &doc.streaming {
+        plan.streaming = crate::streaming::check(sd, &operators, &plan, r);
+        if r.has_errors() {
+            return None;
+        }
+    }
     Some(Pipeline {
         name: doc.name.value.clone(),
         api_version: doc.api_version.value.0.clone(),

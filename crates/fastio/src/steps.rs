@@ -67,6 +67,22 @@ pub struct OperatorStats {
     pub latency_ns: Vec<[u64; 2]>,
 }
 
+impl OperatorStats {
+    /// The statistics operator `operator` published in `ctx`, if it did
+    /// (its frame loop ended).
+    pub fn read(ctx: &Context, operator: &str) -> Result<Option<OperatorStats>> {
+        let name = format!("{STATS_PREFIX}{}", operator.to_ascii_lowercase());
+        let m = match ctx.map(&name) {
+            Ok(m) => m,
+            Err(Error::UnknownName(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        postcard::from_bytes(&m)
+            .map(Some)
+            .map_err(|e| Error::corrupt(format!("statistics of {operator}: {e}")))
+    }
+}
+
 /// A bounded sample of durations with exact percentiles of what it kept.
 #[derive(Debug, Default)]
 struct Samples {
@@ -152,7 +168,9 @@ impl Operator {
                 .consumers
                 .iter()
                 .position(|&c| c == index)
-                .ok_or_else(|| Error::Plan(format!("{} does not consume {}", op.name, entry.name)))?;
+                .ok_or_else(|| {
+                    Error::Plan(format!("{} does not consume {}", op.name, entry.name))
+                })?;
             inputs.push((local.clone(), ctx.stream_consumer(&entry.key, consumer)?));
         }
         let mut outputs = Vec::new();

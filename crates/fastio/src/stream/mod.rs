@@ -852,9 +852,11 @@ impl StreamProducer {
         let (source_seq, ts) = b.source.unwrap_or((seq, now_ns()));
         let k = b.slot;
         ring.sw(k, s::LEN).store(len, Ordering::Relaxed);
-        ring.sw(k, s::SOURCE_SEQ).store(source_seq, Ordering::Relaxed);
+        ring.sw(k, s::SOURCE_SEQ)
+            .store(source_seq, Ordering::Relaxed);
         ring.sw(k, s::TIMESTAMP).store(ts, Ordering::Relaxed);
-        ring.sw(k, s::NDIM).store(b.shape.len() as u64, Ordering::Relaxed);
+        ring.sw(k, s::NDIM)
+            .store(b.shape.len() as u64, Ordering::Relaxed);
         for (i, &d) in b.shape.iter().enumerate() {
             ring.sw(k, s::DIMS + i).store(d as u64, Ordering::Relaxed);
         }

@@ -1,0 +1,176 @@
+//! A scriptable streaming operator for driver tests:
+//! `fio-streamop ROLE [INPUTS...] [OUTPUT]`, every frame checked word by
+//! word.
+//!
+//! A frame is `uint32`: word 0 counts the stages it went through, word
+//! `i > 0` is `value(source frame, i) + stages`. Its row count varies with
+//! the source frame (up to the output's largest shape).
+//!
+//! * `source OUT` — publishes frames until the job's frame count or
+//!   duration (`PAUSE_US` between frames).
+//! * `stage IN... OUT` — checks every input frame, then writes the first
+//!   one's content, one stage further, to OUT (`SLOW_US` per frame).
+//! * `sink IN...` — checks every frame; prints the count; with
+//!   `EXPECT_FRAMES`, exits 5 unless exactly that many arrived, in order.
+//!
+//! `DIE_AT=k` makes the operator SIGKILL itself at step `k` while it holds
+//! its inputs and has half written its output; with `DIE_ONCE=FILE` only
+//! the first time (the file marks it). A wrong word exits 4.
+
+#![forbid(unsafe_code)]
+
+use std::time::Duration;
+
+use fastio::{Operator, Step};
+use fastio_examples::Result;
+
+/// Word `i` of source frame `seq` before any stage.
+fn value(seq: u64, i: usize) -> u32 {
+    (seq as u32)
+        .wrapping_mul(2_654_435_761)
+        .wrapping_add(i as u32)
+}
+
+fn words(b: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    b.chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+}
+
+/// Checks a frame of source frame `seq`; its stage count.
+fn check(seq: u64, bytes: &[u8]) -> u32 {
+    let mut w = words(bytes);
+    let stages = w.next().unwrap_or(0);
+    for (i, got) in w.enumerate() {
+        let want = value(seq, i + 1).wrapping_add(stages);
+        if got != want {
+            eprintln!("frame {seq} word {}: {got:#x}, expected {want:#x}", i + 1);
+            std::process::exit(4);
+        }
+    }
+    stages
+}
+
+/// Writes source frame `seq`, `stages` stages along, into `out`.
+fn fill(seq: u64, stages: u32, out: &mut [u8]) {
+    for (i, w) in out.chunks_exact_mut(4).enumerate() {
+        let v = if i == 0 {
+            stages
+        } else {
+            value(seq, i).wrapping_add(stages)
+        };
+        w.copy_from_slice(&v.to_le_bytes());
+    }
+}
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
+/// `DIE_AT`: dies at this step, holding its frames, output half written.
+fn maybe_die(step: &Step, out: Option<&str>) -> Result {
+    if env_u64("DIE_AT") != Some(step.seq()) {
+        return Ok(());
+    }
+    if let Ok(marker) = std::env::var("DIE_ONCE") {
+        if std::path::Path::new(&marker).exists() {
+            return Ok(());
+        }
+        std::fs::write(&marker, b"died")?;
+    }
+    if let Some(o) = out {
+        let mut slot = step.output(o)?;
+        let b = slot.bytes_mut()?;
+        let half = b.len() / 2;
+        b[..half].fill(0xEE);
+    }
+    eprintln!("dying at frame {}", step.seq());
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &std::process::id().to_string()])
+        .status();
+    std::thread::sleep(Duration::from_secs(60));
+    Err("SIGKILL did not arrive".into())
+}
+
+fn main() -> Result {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let role = args.first().cloned().unwrap_or_default();
+    let pause = env_u64("PAUSE_US").map(Duration::from_micros);
+    let slow = env_u64("SLOW_US").map(Duration::from_micros);
+    let mut op = Operator::from_env()?;
+    let mut count = 0u64;
+    let mut last: Option<u64> = None;
+    match role.as_str() {
+        "source" => {
+            let out = args.get(1).ok_or("source OUT")?.clone();
+            for step in op.frames()? {
+                let step = step?;
+                maybe_die(&step, Some(&out))?;
+                let mut slot = step.output(&out)?;
+                let mut shape = slot.shape().to_vec();
+                shape[0] = 1 + (step.seq() as usize % shape[0]);
+                slot.set_shape(&shape)?;
+                fill(step.seq(), 0, slot.bytes_mut()?);
+                drop(slot);
+                count += 1;
+                drop(step);
+                if let Some(p) = pause {
+                    std::thread::sleep(p);
+                }
+            }
+            println!("source: {count} frames");
+        }
+        "stage" => {
+            let (out, inputs) = args[1..].split_last().ok_or("stage IN... OUT")?;
+            for step in op.frames()? {
+                let step = step?;
+                let mut stages = 0;
+                for i in inputs {
+                    let f = step.input(i)?;
+                    stages = check(f.source_seq(), f.bytes());
+                }
+                maybe_die(&step, Some(out))?;
+                let first = step.input(&inputs[0])?;
+                let mut slot = step.output(out)?;
+                slot.set_shape(first.shape())?;
+                fill(step.seq(), stages + 1, slot.bytes_mut()?);
+                drop(slot);
+                count += 1;
+                if let Some(d) = slow {
+                    std::thread::sleep(d);
+                }
+            }
+            println!("stage: {count} frames");
+        }
+        "sink" => {
+            let inputs = &args[1..];
+            for step in op.frames()? {
+                let step = step?;
+                for i in inputs {
+                    let f = step.input(i)?;
+                    check(f.source_seq(), f.bytes());
+                }
+                maybe_die(&step, None)?;
+                if let Some(l) = last
+                    && step.seq() <= l
+                {
+                    eprintln!("frame {} after {l}", step.seq());
+                    std::process::exit(4);
+                }
+                last = Some(step.seq());
+                count += 1;
+                if let Some(d) = slow {
+                    std::thread::sleep(d);
+                }
+            }
+            println!("sink: {count} frames");
+            if let Some(n) = env_u64("EXPECT_FRAMES")
+                && (n != count || last != n.checked_sub(1))
+            {
+                eprintln!("expected {n} frames, got {count} (last {last:?})");
+                std::process::exit(5);
+            }
+        }
+        other => return Err(format!("unknown role {other:?}").into()),
+    }
+    Ok(())
+}

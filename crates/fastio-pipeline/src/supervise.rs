@@ -1,0 +1,296 @@
+//! The local driver's streaming run: every operator stays up while frames
+//! flow through the streams of its entries (`fastio`'s streams, one per
+//! entry, declared before any operator starts).
+//!
+//! Supervision, apart from the one-shot scheduling in `driver.rs`:
+//! every operator starts at once; one that exits 0 is done (its outputs
+//! ended with it); one that fails is started again while its
+//! `streaming.restart` limit allows (its streams keep its place: upstream
+//! is back-pressured, and it goes on at the frame it had not finished);
+//! otherwise the run fails: every stream is poisoned, so each operator's
+//! loop ends with `StreamPoisoned` at once, and the failure names the
+//! operator and the first frame it did not deliver. Escalation (SIGTERM,
+//! then SIGKILL after the grace period) and accounting are the one-shot
+//! run's.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, unbounded};
+use fastio::{Context, OperatorStats};
+
+use crate::driver::Dirs;
+use crate::driver::{
+    DriverError, Event, LocalDriver, OperatorReport, Outcome, Progress, RunReport, Running,
+    account, describe,
+};
+
+/// How often the driver reports the streams' progress.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
+
+impl LocalDriver {
+    pub(crate) fn run_streaming(
+        &self,
+        progress: &mut dyn FnMut(Progress),
+        interrupted: &AtomicBool,
+        t0: Instant,
+    ) -> Result<RunReport, DriverError> {
+        let plan = &self.pipeline.plan;
+        let streaming = plan.streaming.as_ref().expect("a streaming plan");
+        let ops = &self.pipeline.operators;
+        for op in ops {
+            if op.command.is_empty() {
+                return Err(DriverError::NoCommand(op.name.clone()));
+            }
+        }
+        let dirs = Dirs::make(&self.pipeline, self.opts.output.as_deref())?;
+        let ctx = self.context()?;
+        plan.publish(&ctx)?;
+        for (e, entry) in plan.entries.iter().enumerate() {
+            ctx.declare_stream(&entry.key, &streaming.stream_options(plan, e)?)?;
+        }
+        let handle = ctx.handle_for_children()?;
+        let mut reports: Vec<OperatorReport> = ops
+            .iter()
+            .map(|o| OperatorReport {
+                name: o.name.clone(),
+                outcome: Outcome::NotRun,
+                wall: Duration::ZERO,
+                cpu: Duration::ZERO,
+                peak_rss_kib: 0,
+                bytes_shared: 0,
+                stderr_tail: Vec::new(),
+                frames: None,
+                restarts: 0,
+            })
+            .collect();
+        let (tx, rx): (Sender<Event>, Receiver<Event>) = unbounded();
+        let mut running: BTreeMap<usize, Running> = BTreeMap::new();
+        let mut failure: Option<(String, String)> = None;
+        let mut stopping = false;
+        for i in 0..ops.len() {
+            match self.start(i, &handle, &dirs, &tx) {
+                Ok(r) => {
+                    progress(Progress::Started(ops[i].name.clone()));
+                    running.insert(i, r);
+                }
+                Err(e) => {
+                    reports[i].outcome = Outcome::SpawnFailed(e.to_string());
+                    failure.get_or_insert((ops[i].name.clone(), format!("could not start: {e}")));
+                    stopping = true;
+                    self.poison_all(&ctx);
+                    break;
+                }
+            }
+        }
+        let mut last_progress = Instant::now();
+        let mut heads: Vec<u64> = vec![0; plan.entries.len()];
+        while !running.is_empty() {
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(Event::Line(i, stderr, text)) => {
+                    if stderr {
+                        let tail = &mut reports[i].stderr_tail;
+                        tail.push(text.clone());
+                        if tail.len() > 10 {
+                            tail.remove(0);
+                        }
+                    }
+                    progress(Progress::Line {
+                        operator: ops[i].name.clone(),
+                        stderr,
+                        text,
+                    });
+                }
+                Ok(Event::Exited(i, status, usage)) => {
+                    let Some(r) = running.remove(&i) else {
+                        continue;
+                    };
+                    account(&mut reports[i], &r, status, &usage);
+                    // A dead child's holds and mappings go back now.
+                    let _ = ctx.recover();
+                    let outcome = reports[i].outcome.clone();
+                    if outcome == Outcome::Succeeded || outcome == Outcome::Stopped {
+                        progress(Progress::Finished(ops[i].name.clone(), outcome));
+                        continue;
+                    }
+                    let allowed = streaming.restarts.get(i).copied().unwrap_or(0);
+                    if !stopping && reports[i].restarts < allowed {
+                        reports[i].restarts += 1;
+                        progress(Progress::Line {
+                            operator: ops[i].name.clone(),
+                            stderr: true,
+                            text: format!(
+                                "{}; starting it again ({} of {allowed})",
+                                describe(&outcome),
+                                reports[i].restarts
+                            ),
+                        });
+                        match self.start(i, &handle, &dirs, &tx) {
+                            Ok(r) => {
+                                running.insert(i, r);
+                                continue;
+                            }
+                            Err(e) => {
+                                reports[i].outcome = Outcome::SpawnFailed(e.to_string());
+                            }
+                        }
+                    }
+                    if failure.is_none() {
+                        let at = self.first_undelivered(&ctx, i);
+                        failure = Some((
+                            ops[i].name.clone(),
+                            format!("{} at frame {at}", describe(&reports[i].outcome)),
+                        ));
+                    }
+                    if !stopping {
+                        stopping = true;
+                        self.poison_all(&ctx);
+                    }
+                    progress(Progress::Finished(
+                        ops[i].name.clone(),
+                        reports[i].outcome.clone(),
+                    ));
+                }
+                Err(_) => {}
+            }
+            if interrupted.load(Ordering::Relaxed) && !stopping {
+                stopping = true;
+                self.poison_all(&ctx);
+            }
+            if self.escalate(&mut running, stopping) && !stopping {
+                stopping = true;
+                self.poison_all(&ctx);
+            }
+            if last_progress.elapsed() >= PROGRESS_EVERY {
+                let secs = last_progress.elapsed().as_secs_f64();
+                last_progress = Instant::now();
+                progress(Progress::Streams(self.stream_rates(&ctx, &mut heads, secs)));
+            }
+        }
+        while let Ok(Event::Line(i, stderr, text)) = rx.try_recv() {
+            progress(Progress::Line {
+                operator: ops[i].name.clone(),
+                stderr,
+                text,
+            });
+        }
+        for (i, rep) in reports.iter_mut().enumerate() {
+            rep.frames = stats_of(&ctx, &ops[i].name);
+        }
+        let interrupted = interrupted.load(Ordering::Relaxed);
+        if interrupted && failure.is_none() {
+            failure = Some(("driver".into(), "interrupted".into()));
+        }
+        // Secondary failures (poisoned by the first) are `Stopped`.
+        if failure.is_some() {
+            for r in &mut reports {
+                if matches!(r.outcome, Outcome::Failed(_)) && !r.name.is_empty() {
+                    let first = failure.as_ref().is_some_and(|(n, _)| n == &r.name);
+                    if !first {
+                        r.outcome = Outcome::Stopped;
+                    }
+                }
+            }
+        }
+        let kept_context = self.opts.keep_context.then(|| ctx.handle().to_owned());
+        drop(ctx);
+        Ok(RunReport {
+            operators: reports,
+            failure,
+            interrupted,
+            wall: t0.elapsed(),
+            results: Vec::new(),
+            output_dir: dirs.output,
+            kept_context,
+        })
+    }
+
+    fn start(
+        &self,
+        i: usize,
+        handle: &str,
+        dirs: &Dirs,
+        tx: &Sender<Event>,
+    ) -> Result<Running, DriverError> {
+        let pid = self.spawn(i, handle, dirs, tx)?;
+        Ok(Running {
+            pid,
+            started: Instant::now(),
+            term_sent: None,
+            timed_out: false,
+            stopped: false,
+        })
+    }
+
+    /// Fails every stream from its next frame: every operator's loop ends.
+    fn poison_all(&self, ctx: &Context) {
+        for e in &self.pipeline.plan.entries {
+            let _ = ctx.poison_stream(&e.key);
+        }
+    }
+
+    /// The first frame operator `i` did not deliver: its outputs' next
+    /// frame, or for a sink the next frame of its inputs.
+    fn first_undelivered(&self, ctx: &Context, i: usize) -> u64 {
+        let plan = &self.pipeline.plan;
+        let op = &plan.operators[i];
+        let outs = op
+            .outputs
+            .iter()
+            .filter_map(|(_, e)| ctx.stream_status(&plan.entries[*e].key).ok())
+            .map(|s| s.head)
+            .min();
+        outs.or_else(|| {
+            op.inputs
+                .iter()
+                .filter_map(|(_, e)| {
+                    let entry = &plan.entries[*e];
+                    let k = entry.consumers.iter().position(|&c| c == i)?;
+                    let st = ctx.stream_status(&entry.key).ok()?;
+                    st.consumers.get(k).map(|c| c.next)
+                })
+                .min()
+        })
+        .unwrap_or(0)
+    }
+
+    /// Frames per second of every stream since the last report.
+    fn stream_rates(&self, ctx: &Context, heads: &mut [u64], secs: f64) -> Vec<StreamRate> {
+        self.pipeline
+            .plan
+            .entries
+            .iter()
+            .zip(heads.iter_mut())
+            .filter_map(|(e, last)| {
+                let st = ctx.stream_status(&e.key).ok()?;
+                let fps = (st.head.saturating_sub(*last)) as f64 / secs.max(1e-3);
+                *last = st.head;
+                Some(StreamRate {
+                    entry: e.name.clone(),
+                    frames: st.head,
+                    fps,
+                    dropped: st.consumers.iter().map(|c| c.dropped).sum(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// The statistics operator `name` published, if any.
+fn stats_of(ctx: &Context, name: &str) -> Option<OperatorStats> {
+    OperatorStats::read(ctx, name).ok().flatten()
+}
+
+/// One stream's progress ([`Progress::Streams`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamRate {
+    /// The entry it carries (`operator/output`).
+    pub entry: String,
+    /// Frames published so far.
+    pub frames: u64,
+    /// Frames per second since the last report.
+    pub fps: f64,
+    /// Frames its consumers lost to `drop-oldest`.
+    pub dropped: u64,
+}
