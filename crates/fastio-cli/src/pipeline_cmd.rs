@@ -202,11 +202,67 @@ pub(crate) fn plan_text(def: &Definition) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
+    if let Some(st) = &p.plan.streaming {
+        out.push_str(&streaming_text(p, st));
+        return out;
+    }
     out.push_str("schedule:\n");
     for (k, wave) in p.schedule.iter().enumerate() {
         let names: Vec<&str> = wave.iter().map(|&i| p.operators[i].name.as_str()).collect();
         out.push_str(&format!("  {}: {}\n", k + 1, names.join(", ")));
     }
+    out
+}
+
+/// The streams of a streaming plan: each edge's depth, slot size and the
+/// memory it reserves.
+fn streaming_text(p: &fastio_pipeline::Pipeline, st: &fastio::plan::StreamingPlan) -> String {
+    let mut out = format!(
+        "streaming: depth {}, {}{}{}\n",
+        st.depth,
+        if st.drop_oldest {
+            "drop-oldest"
+        } else {
+            "block"
+        },
+        st.frames.map_or(String::new(), |n| format!(", {n} frames")),
+        st.duration_ms
+            .map_or(String::new(), |ms| format!(", {:.3} s", ms as f64 / 1000.0)),
+    );
+    out.push_str("stream  largest shape  slots  slot bytes  reserved bytes\n");
+    let mut total = 0u64;
+    for (e, entry) in p.plan.entries.iter().enumerate() {
+        let Ok(o) = st.stream_options(&p.plan, e) else {
+            continue;
+        };
+        let reserved = o.reserved_bytes().unwrap_or(0);
+        total += reserved;
+        let slots = if st.drop_oldest {
+            st.depth as usize + entry.consumers.len() + 1
+        } else {
+            st.depth as usize
+        };
+        out.push_str(&format!(
+            "{}  {:?}  {}  {}  {}\n",
+            entry.name,
+            st.max_shapes[e],
+            slots,
+            o.slot_bytes().unwrap_or(0),
+            reserved
+        ));
+    }
+    out.push_str(&format!("reserved in all: {total} bytes\n"));
+    let restarts: Vec<String> = st
+        .restarts
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(i, n)| format!("{} (up to {n})", p.operators[i].name))
+        .collect();
+    if !restarts.is_empty() {
+        out.push_str(&format!("restarted on failure: {}\n", restarts.join(", ")));
+    }
+    out.push_str("every operator runs from the start; frames flow along the edges\n");
     out
 }
 

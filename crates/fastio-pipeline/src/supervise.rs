@@ -69,6 +69,9 @@ impl LocalDriver {
         let mut running: BTreeMap<usize, Running> = BTreeMap::new();
         let mut failure: Option<(String, String)> = None;
         let mut stopping = false;
+        // When the streams were poisoned: operators get the grace period
+        // to see it and exit by themselves before the SIGTERM.
+        let mut poisoned_at: Option<Instant> = None;
         for i in 0..ops.len() {
             match self.start(i, &handle, &dirs, &tx) {
                 Ok(r) => {
@@ -80,6 +83,7 @@ impl LocalDriver {
                     failure.get_or_insert((ops[i].name.clone(), format!("could not start: {e}")));
                     stopping = true;
                     self.poison_all(&ctx);
+                    poisoned_at = Some(Instant::now());
                     break;
                 }
             }
@@ -146,6 +150,7 @@ impl LocalDriver {
                     if !stopping {
                         stopping = true;
                         self.poison_all(&ctx);
+                        poisoned_at = Some(Instant::now());
                     }
                     progress(Progress::Finished(
                         ops[i].name.clone(),
@@ -157,10 +162,13 @@ impl LocalDriver {
             if interrupted.load(Ordering::Relaxed) && !stopping {
                 stopping = true;
                 self.poison_all(&ctx);
+                poisoned_at = Some(Instant::now());
             }
-            if self.escalate(&mut running, stopping) && !stopping {
+            let grace_over = poisoned_at.is_some_and(|t| t.elapsed() >= self.opts.grace);
+            if self.escalate(&mut running, stopping && grace_over) && !stopping {
                 stopping = true;
                 self.poison_all(&ctx);
+                poisoned_at = Some(Instant::now());
             }
             if last_progress.elapsed() >= PROGRESS_EVERY {
                 let secs = last_progress.elapsed().as_secs_f64();

@@ -283,7 +283,33 @@ mod tests {
                 producer: 0,
                 consumers: vec![1],
             }],
+            streaming: Some(StreamingPlan {
+                depth: 3,
+                drop_oldest: true,
+                frames: Some(10),
+                duration_ms: None,
+                max_shapes: vec![vec![3, 100]],
+                restarts: vec![0, 2],
+            }),
         }
+    }
+
+    #[test]
+    fn a_streaming_plan_must_match_the_entries_and_gives_stream_options() {
+        let p = sample();
+        let st = p.streaming.clone().unwrap();
+        let o = st.stream_options(&p, 0).unwrap();
+        assert_eq!(o.slot_bytes(), Some(4096)); // 3 x 100 float32, a page
+        assert!(st.stream_options(&p, 1).is_err());
+        let mut bad = p.clone();
+        bad.streaming.as_mut().unwrap().max_shapes.clear();
+        assert!(matches!(
+            Plan::decode(&bad.encode().unwrap()),
+            Err(Error::Plan(_))
+        ));
+        let mut zero = p;
+        zero.streaming.as_mut().unwrap().depth = 0;
+        assert!(Plan::decode(&zero.encode().unwrap()).is_err());
     }
 
     #[test]

@@ -91,7 +91,15 @@ fn maybe_die(step: &Step, out: Option<&str>) -> Result {
     Err("SIGKILL did not arrive".into())
 }
 
-fn main() -> Result {
+/// Errors are printed as their message (one line), then exit 1.
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let role = args.first().cloned().unwrap_or_default();
     let pause = env_u64("PAUSE_US").map(Duration::from_micros);

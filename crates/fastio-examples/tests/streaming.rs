@@ -1,0 +1,273 @@
+//! Streaming pipelines through the local driver with real operator
+//! processes (`fio-streamop`, which checks every word of every frame):
+//! a 10,000-frame chain, fan-out at three speeds, a diamond whose join
+//! aligns two inputs, end of stream through all of them, and stages
+//! SIGKILLed mid-frame with and without `restart: on-failure`.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fastio_pipeline::{Definition, LocalDriver, Outcome, Progress, RunOptions, RunReport};
+
+const OP: &str = env!("CARGO_BIN_EXE_fio-streamop");
+
+fn array() -> &'static str {
+    "type: array, element-type: uint32, shape: [-1, 64]"
+}
+
+/// An operator: `role args`, inputs `from/name`, one output, variables.
+fn op(name: &str, role: &str, inputs: &[&str], output: Option<&str>, vars: &str) -> String {
+    let ins: Vec<String> = inputs
+        .iter()
+        .map(|i| {
+            let (from, n) = i.split_once('/').unwrap();
+            format!("{{from: {from}, name: {n}, {}}}", array())
+        })
+        .collect();
+    let mut args: Vec<String> = vec![role.to_owned()];
+    args.extend(
+        inputs
+            .iter()
+            .map(|i| i.split_once('/').unwrap().1.to_owned()),
+    );
+    args.extend(output.map(str::to_owned));
+    format!(
+        "- name: {name}\n  container: {{image: local, command: [{OP}, {}], variables: {{{vars}}}}}\n  input: [{}]\n  output: [{}]\n",
+        args.join(", "),
+        ins.join(", "),
+        output.map_or(String::new(), |o| format!("{{name: {o}, {}}}", array())),
+    )
+}
+
+fn pipeline(ops: &[String], streaming: &str) -> String {
+    format!(
+        "api-version: 0.5.0\nname: streams\noperators:\n{}streaming:\n{streaming}",
+        ops.concat()
+    )
+}
+
+/// `max-shape` lines for these outputs.
+fn max_shapes(outputs: &[&str]) -> String {
+    let mut s = "  max-shape:\n".to_owned();
+    for o in outputs {
+        s.push_str(&format!("    {o}: [8, 64]\n"));
+    }
+    s
+}
+
+fn run(yaml: &str) -> (RunReport, Vec<String>) {
+    let def = Definition::parse("s.yaml", yaml, &[]).unwrap_or_else(|e| {
+        panic!(
+            "invalid test pipeline:\n{yaml}\n{}",
+            e.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    });
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let l = lines.clone();
+    let opts = RunOptions {
+        timeout: Some(Duration::from_secs(120)),
+        grace: Duration::from_secs(2),
+        ..RunOptions::default()
+    };
+    let report = LocalDriver::new(def.pipeline, opts)
+        .run(move |p| {
+            if let Progress::Line { operator, text, .. } = p {
+                l.lock().unwrap().push(format!("[{operator}] {text}"));
+            }
+        })
+        .unwrap();
+    let lines = lines.lock().unwrap().clone();
+    (report, lines)
+}
+
+fn frames_of(r: &RunReport, name: &str) -> fastio::OperatorStats {
+    r.operators
+        .iter()
+        .find(|o| o.name == name)
+        .and_then(|o| o.frames.clone())
+        .unwrap_or_else(|| panic!("no statistics for {name}: {r:?}"))
+}
+
+#[test]
+fn a_chain_of_10000_frames_arrives_whole_and_in_order() {
+    let yaml = pipeline(
+        &[
+            op("src", "source", &[], Some("v"), ""),
+            op("mid", "stage", &["src/v"], Some("w"), ""),
+            op("sink", "sink", &["mid/w"], None, "EXPECT_FRAMES: 10000"),
+        ],
+        &format!(
+            "  depth: 4\n  frames: 10000\n{}",
+            max_shapes(&["src/v", "mid/w"])
+        ),
+    );
+    let (r, lines) = run(&yaml);
+    assert!(r.succeeded(), "{r:?}\n{lines:#?}");
+    assert!(
+        lines.contains(&"[sink] sink: 10000 frames".to_owned()),
+        "{lines:?}"
+    );
+    let (src, mid, sink) = (
+        frames_of(&r, "src"),
+        frames_of(&r, "mid"),
+        frames_of(&r, "sink"),
+    );
+    assert_eq!(
+        (src.frames_out[0], mid.frames_in[0], mid.frames_out[0]),
+        (10000, 10000, 10000)
+    );
+    assert_eq!((sink.frames_in[0], sink.dropped[0]), (10000, 0));
+    // Latency is measured from the source's timestamp: positive, ordered.
+    assert!(sink.latency_ns[0][0] > 0 && sink.latency_ns[0][0] <= sink.latency_ns[0][1]);
+}
+
+#[test]
+fn fan_out_to_three_sinks_at_different_speeds_loses_nothing_under_block() {
+    let yaml = pipeline(
+        &[
+            op("src", "source", &[], Some("v"), ""),
+            op("fast", "sink", &["src/v"], None, "EXPECT_FRAMES: 600"),
+            op(
+                "slow",
+                "sink",
+                &["src/v"],
+                None,
+                "EXPECT_FRAMES: 600, SLOW_US: 500",
+            ),
+            op(
+                "slower",
+                "sink",
+                &["src/v"],
+                None,
+                "EXPECT_FRAMES: 600, SLOW_US: 2000",
+            ),
+        ],
+        &format!("  depth: 2\n  frames: 600\n{}", max_shapes(&["src/v"])),
+    );
+    let t0 = Instant::now();
+    let (r, lines) = run(&yaml);
+    assert!(r.succeeded(), "{r:?}\n{lines:#?}");
+    // The slowest sink set the pace: 600 frames at >= 2 ms.
+    assert!(t0.elapsed() >= Duration::from_millis(1200));
+    for s in ["fast", "slow", "slower"] {
+        assert!(
+            lines.contains(&format!("[{s}] sink: 600 frames")),
+            "{lines:?}"
+        );
+    }
+}
+
+#[test]
+fn a_diamond_joins_its_two_branches_frame_by_frame_and_ends_cleanly() {
+    let yaml = pipeline(
+        &[
+            op("src", "source", &[], Some("v"), ""),
+            op("left", "stage", &["src/v"], Some("a"), ""),
+            op("right", "stage", &["src/v"], Some("b"), "SLOW_US: 100"),
+            op("join", "stage", &["left/a", "right/b"], Some("j"), ""),
+            op("sink", "sink", &["join/j"], None, "EXPECT_FRAMES: 2000"),
+        ],
+        &format!(
+            "  depth: 3\n  frames: 2000\n{}",
+            max_shapes(&["src/v", "left/a", "right/b", "join/j"])
+        ),
+    );
+    let (r, lines) = run(&yaml);
+    assert!(r.succeeded(), "{r:?}\n{lines:#?}");
+    let join = frames_of(&r, "join");
+    assert_eq!(join.frames_in, vec![2000, 2000]);
+    assert_eq!(join.dropped, vec![0, 0]);
+}
+
+#[test]
+fn drop_oldest_lets_a_slow_sink_fall_behind_without_stopping_the_source() {
+    let yaml = pipeline(
+        &[
+            op("src", "source", &[], Some("v"), "PAUSE_US: 50"),
+            op("slow", "sink", &["src/v"], None, "SLOW_US: 2000"),
+        ],
+        &format!(
+            "  depth: 2\n  overflow: drop-oldest\n  frames: 2000\n{}",
+            max_shapes(&["src/v"])
+        ),
+    );
+    let (r, lines) = run(&yaml);
+    assert!(r.succeeded(), "{r:?}\n{lines:#?}");
+    let slow = frames_of(&r, "slow");
+    assert!(slow.dropped[0] > 0, "{slow:?}");
+    assert_eq!(frames_of(&r, "src").frames_out[0], 2000);
+}
+
+#[test]
+fn a_stage_killed_mid_frame_fails_the_run_naming_it_and_the_frame() {
+    let yaml = pipeline(
+        &[
+            op("src", "source", &[], Some("v"), ""),
+            op("mid", "stage", &["src/v"], Some("w"), "DIE_AT: 321"),
+            op("sink", "sink", &["mid/w"], None, ""),
+        ],
+        &format!("  frames: 100000\n{}", max_shapes(&["src/v", "mid/w"])),
+    );
+    let t0 = Instant::now();
+    let (r, lines) = run(&yaml);
+    assert!(!r.succeeded());
+    let (who, what) = r.failure.clone().unwrap();
+    assert_eq!(who, "mid", "{lines:#?}");
+    assert!(
+        what.contains("signal 9") && what.contains("frame 321"),
+        "{what}"
+    );
+    // Nobody hung: the others saw the poison at once.
+    assert!(t0.elapsed() < Duration::from_secs(30));
+    let sink = r.operators.iter().find(|o| o.name == "sink").unwrap();
+    assert_eq!(sink.outcome, Outcome::Stopped, "{r:?}");
+    // The sink read every frame before the one that died, none after.
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("[sink]")
+                && l.contains("stream mid/w is poisoned from frame 321")),
+        "{lines:#?}"
+    );
+}
+
+#[test]
+fn a_restarted_stage_resumes_at_the_frame_it_held_and_nothing_is_lost() {
+    let marker = std::env::temp_dir().join(format!("fio-die-once-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let yaml = pipeline(
+        &[
+            op("src", "source", &[], Some("v"), ""),
+            op(
+                "mid",
+                "stage",
+                &["src/v"],
+                Some("w"),
+                &format!("DIE_AT: 77, DIE_ONCE: {}", marker.display()),
+            ),
+            op("sink", "sink", &["mid/w"], None, "EXPECT_FRAMES: 500"),
+        ],
+        &format!(
+            "  frames: 500\n{}  restart:\n    mid: {{policy: on-failure, limit: 2}}\n",
+            max_shapes(&["src/v", "mid/w"])
+        ),
+    );
+    let (r, lines) = run(&yaml);
+    let _ = std::fs::remove_file(&marker);
+    assert!(r.succeeded(), "{r:?}\n{lines:#?}");
+    let mid = r.operators.iter().find(|o| o.name == "mid").unwrap();
+    assert_eq!(mid.restarts, 1);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("starting it again (1 of 2)")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.contains(&"[sink] sink: 500 frames".to_owned()),
+        "{lines:#?}"
+    );
+}
