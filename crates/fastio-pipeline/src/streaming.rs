@@ -170,6 +170,8 @@ pub(crate) fn check(
                     e.shape.len()
                 ),
             );
+            max_shapes.push(vec![1]);
+            continue;
         }
         for (k, (d, decl)) in v.value.iter().zip(&e.shape).enumerate() {
             if d.value < 1 || d.value > u32::MAX as i64 {

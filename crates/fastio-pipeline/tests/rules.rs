@@ -1535,3 +1535,170 @@ fn invalid_corpus() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+// ---------------------------------------------------------------- streaming
+
+/// BASE with a `streaming:` section (starting at line 14).
+fn streaming(section: &str) -> String {
+    format!("{BASE}streaming:\n{section}")
+}
+
+const MAX_SHAPES: &str = "  max-shape:\n    gen/volume: [3, 640]\n    gen/label: [256]\n";
+
+#[test]
+fn a_streaming_section_resolves_into_the_plan() {
+    let text = streaming(&format!(
+        "  depth: 8\n  overflow: drop-oldest\n  frames: 100\n  duration: 2.5\n{MAX_SHAPES}  restart:\n    SINK: {{policy: on-failure}}\n"
+    ));
+    let def = ok(&text);
+    let st = def.pipeline.plan.streaming.unwrap();
+    assert_eq!((st.depth, st.drop_oldest), (8, true));
+    assert_eq!((st.frames, st.duration_ms), (Some(100), Some(2500)));
+    assert_eq!(st.max_shapes, vec![vec![3, 640], vec![256]]);
+    assert_eq!(st.restarts, vec![0, 3]);
+    // Defaults: depth 4, block, no restart.
+    let def = ok(&streaming(MAX_SHAPES));
+    let st = def.pipeline.plan.streaming.unwrap();
+    assert_eq!((st.depth, st.drop_oldest, st.frames), (4, false, None));
+}
+
+#[test]
+fn streaming_values_out_of_range_are_errors_at_the_value() {
+    let cases = [
+        (
+            "  depth: 0\n",
+            "depth: 0",
+            "0",
+            "streaming.depth",
+            "depth 0",
+        ),
+        (
+            "  depth: 5000\n",
+            "depth: 5000",
+            "5000",
+            "streaming.depth",
+            "1 to 4096",
+        ),
+        (
+            "  overflow: newest\n",
+            "overflow: newest",
+            "newest",
+            "streaming.overflow",
+            "block or drop-oldest",
+        ),
+        (
+            "  frames: 0\n",
+            "frames: 0",
+            "0",
+            "streaming.frames",
+            "at least 1",
+        ),
+        (
+            "  duration: -1\n",
+            "duration: -1",
+            "-1",
+            "streaming.duration",
+            "more than 0",
+        ),
+    ];
+    for (line, context, target, path, fragment) in cases {
+        let text = streaming(&format!("{line}{MAX_SHAPES}"));
+        let e = only_error(&text);
+        check(&e, at(&text, context, target), path, fragment);
+    }
+}
+
+#[test]
+fn every_dynamic_output_needs_a_largest_shape_and_no_static_one_may_have_one() {
+    // Missing: the error names the entry, at the section.
+    let text = streaming("  max-shape:\n    gen/volume: [3, 640]\n");
+    let e = only_error(&text);
+    // (The section's position is that of its first key.)
+    check_line(&e, 15, "streaming.max-shape", "gen/label is dynamic");
+    // A fixed dimension must keep its size; ranks must match.
+    let text = streaming("  max-shape:\n    gen/volume: [4, 640]\n    gen/label: [256]\n");
+    let e = only_error(&text);
+    check(
+        &e,
+        at(&text, "[4, 640]", "4"),
+        "streaming.max-shape.gen/volume[0]",
+        "fixed at 3",
+    );
+    let text = streaming("  max-shape:\n    gen/volume: [640]\n    gen/label: [256]\n");
+    let e = only_error(&text);
+    check_line(&e, 16, "streaming.max-shape.gen/volume", "1 dimensions");
+    // Unknown entries; dimensions out of range.
+    let text = streaming(&format!("{MAX_SHAPES}    gen/nope: [1]\n"));
+    let e = only_error(&text);
+    check_line(
+        &e,
+        18,
+        "streaming.max-shape.gen/nope",
+        "no shared-memory output",
+    );
+    let text = streaming("  max-shape:\n    gen/volume: [3, 0]\n    gen/label: [256]\n");
+    let e = only_error(&text);
+    check(
+        &e,
+        at(&text, "[3, 0]", "0"),
+        "streaming.max-shape.gen/volume[1]",
+        "dimension 0",
+    );
+}
+
+#[test]
+fn a_static_output_with_a_largest_shape_is_a_contradiction() {
+    let text = BASE.replace("[3, -1]", "[3, 2]");
+    let text = format!("{text}streaming:\n{MAX_SHAPES}");
+    let e = only_error(&text);
+    check_line(&e, 16, "streaming.max-shape.gen/volume", "is static");
+}
+
+#[test]
+fn restart_names_an_operator_and_the_only_policy() {
+    let text = streaming(&format!(
+        "{MAX_SHAPES}  restart:\n    nobody: {{policy: on-failure}}\n"
+    ));
+    let e = only_error(&text);
+    check_line(&e, 19, "streaming.restart.nobody", "no operator named");
+    let text = streaming(&format!(
+        "{MAX_SHAPES}  restart:\n    sink: {{policy: always}}\n"
+    ));
+    let e = only_error(&text);
+    check(
+        &e,
+        at(&text, "always", "always"),
+        "streaming.restart.sink.policy",
+        "only on-failure",
+    );
+    let text = streaming(&format!(
+        "{MAX_SHAPES}  restart:\n    sink: {{policy: on-failure, limit: 0}}\n"
+    ));
+    let e = only_error(&text);
+    check(
+        &e,
+        at(&text, "limit: 0", "0"),
+        "streaming.restart.sink.limit",
+        "1 to 100",
+    );
+}
+
+#[test]
+fn unknown_streaming_keys_and_disk_streams_are_errors() {
+    let text = streaming(&format!("{MAX_SHAPES}  speed: 3\n"));
+    let e = only_error(&text);
+    check(
+        &e,
+        at(&text, "speed: 3", "speed"),
+        "",
+        "unknown field `speed`",
+    );
+    let text = edit(
+        BASE,
+        "  - {name: label, type: string}\n- name: sink",
+        "  - {name: label, type: string}\n  - {name: log, type: stream, element-type: txt, path: /tmp/x}\n- name: sink",
+    );
+    let text = format!("{text}streaming:\n{MAX_SHAPES}");
+    let e = only_error(&text);
+    check_line(&e, 16, "operators[0]", "disk");
+}
