@@ -333,7 +333,7 @@ impl Iterator for Steps {
                 .inputs
                 .iter()
                 .map(|(n, _)| n.clone())
-                .zip(frames)
+                .zip(frames.into_iter().map(Arc::new))
                 .collect(),
             outputs: self.outputs.clone(),
             started: Instant::now(),
@@ -357,7 +357,7 @@ impl Drop for Steps {
 pub struct Step {
     seq: u64,
     timestamp_ns: u64,
-    inputs: Vec<(String, Frame)>,
+    inputs: Vec<(String, Arc<Frame>)>,
     outputs: Vec<Output>,
     started: Instant,
     tally: Arc<Mutex<Tally>>,
@@ -377,6 +377,13 @@ impl Step {
 
     /// The frame of input `name` (its local name), read-only.
     pub fn input(&self, name: &str) -> Result<&Frame> {
+        self.input_shared(name).map(|f| &**f)
+    }
+
+    /// The frame of input `name` as a shared handle that may outlive the
+    /// step (a binding's view keeps its frame, and so its slot, this way;
+    /// the consumer may hold up to `depth` frames at once).
+    pub fn input_shared(&self, name: &str) -> Result<&Arc<Frame>> {
         self.inputs
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -386,7 +393,7 @@ impl Step {
 
     /// The frames of every input, in definition order.
     pub fn inputs(&self) -> impl Iterator<Item = &Frame> {
-        self.inputs.iter().map(|(_, f)| f)
+        self.inputs.iter().map(|(_, f)| &**f)
     }
 
     /// The slot of output `name` for this frame, waiting for a free one

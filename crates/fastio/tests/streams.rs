@@ -523,3 +523,53 @@ fn stream_names_are_not_reachable_through_the_table_api() {
         Err(Error::UnknownName(_))
     ));
 }
+
+#[test]
+fn a_consumer_may_keep_up_to_depth_frames_under_block_and_one_under_drop_oldest() {
+    let ctx = context(8 << 20);
+    let mut tx = ctx.create_stream("held", &opts().depth(3)).unwrap();
+    let mut rx = ctx.stream_consumer("held", 0).unwrap();
+    for _ in 0..3 {
+        let mut s = tx.next_slot(LONG).unwrap();
+        let seq = s.seq();
+        s.set_shape(&shape(seq)).unwrap();
+        for (i, w) in s.bytes_mut().chunks_exact_mut(4).enumerate() {
+            w.copy_from_slice(&value(seq, i).to_le_bytes());
+        }
+        s.publish().unwrap();
+    }
+    let f: Vec<_> = (0..3).map(|_| rx.next(LONG).unwrap().unwrap()).collect();
+    f.iter().for_each(check);
+    // A fourth could never come (the producer waits for frame 0): refused.
+    assert!(matches!(rx.next(LONG), Err(Error::FrameHeld(_))));
+    let [f0, f1, f2]: [fastio::Frame; 3] = f.try_into().unwrap();
+    drop(f1);
+    // Frame 0 is still held: the shared cursor stays, the producer waits.
+    assert_eq!(ctx.stream_status("held").unwrap().consumers[0].next, 0);
+    assert!(matches!(
+        tx.next_slot(Some(Duration::from_millis(50))),
+        Err(Error::StreamTimeout { .. })
+    ));
+    drop(f0);
+    // 0 and 1 are done: two slots free.
+    assert_eq!(ctx.stream_status("held").unwrap().consumers[0].next, 2);
+    check(&f2);
+    tx.next_slot(LONG).unwrap().publish().unwrap();
+    tx.next_slot(LONG).unwrap().publish().unwrap();
+    assert!(matches!(
+        tx.next_slot(Some(Duration::from_millis(50))),
+        Err(Error::StreamTimeout { .. })
+    ));
+    drop(f2);
+
+    let mut tx = ctx
+        .create_stream("one", &opts().overflow(Overflow::DropOldest))
+        .unwrap();
+    let mut rx = ctx.stream_consumer("one", 0).unwrap();
+    tx.next_slot(LONG).unwrap().publish().unwrap();
+    tx.next_slot(LONG).unwrap().publish().unwrap();
+    let a = rx.next(LONG).unwrap().unwrap();
+    assert!(matches!(rx.next(LONG), Err(Error::FrameHeld(_))));
+    drop(a);
+    assert_eq!(rx.next(LONG).unwrap().unwrap().seq(), 1);
+}

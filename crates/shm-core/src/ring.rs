@@ -539,9 +539,17 @@ impl<'a, W: Word> Ring<'a, W> {
         }
     }
 
-    /// Consumer `i` is done with frame `seq` (invariants 3 and 4).
+    /// Consumer `i` is done with frame `seq` and every one before it
+    /// (invariants 3 and 4).
     pub fn release(&self, i: usize, seq: u64) {
-        self.cw(i, c::NEXT).store(seq + 1, Ordering::SeqCst);
+        self.release_to(i, seq + 1);
+    }
+
+    /// Consumer `i` is done with every frame below `next` (a consumer that
+    /// holds several frames under `block` releases up to the oldest it
+    /// still holds; invariant 3).
+    pub fn release_to(&self, i: usize, next: u64) {
+        self.cw(i, c::NEXT).store(next, Ordering::SeqCst);
         self.cw(i, c::HOLDING).store(0, Ordering::SeqCst);
     }
 }

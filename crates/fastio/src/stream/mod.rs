@@ -67,8 +67,10 @@
 //! [`shm_core::ring`]; this module adds the slots' bytes, waiting and
 //! liveness.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use dtype::{Primitive, Type};
@@ -575,9 +577,9 @@ impl Context {
                 core,
                 index,
                 token: me,
-                held: AtomicBool::new(false),
+                held: Mutex::new(BTreeSet::new()),
+                read: AtomicU64::new(next),
             }),
-            next,
         })
     }
 
@@ -951,8 +953,17 @@ struct ConsumerShared {
     index: usize,
     /// This process's token, as in the record's owner word.
     token: u64,
-    /// A frame of this consumer is alive.
-    held: AtomicBool,
+    /// The frames of this consumer that are alive (several under `block`:
+    /// released out of order, the shared cursor stays at the oldest).
+    held: Mutex<BTreeSet<u64>>,
+    /// The next frame `next` takes.
+    read: AtomicU64,
+}
+
+impl ConsumerShared {
+    fn held(&self) -> MutexGuard<'_, BTreeSet<u64>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 }
 
 impl Drop for ConsumerShared {
@@ -975,7 +986,6 @@ impl Drop for ConsumerShared {
 #[derive(Debug)]
 pub struct StreamConsumer {
     shared: Arc<ConsumerShared>,
-    next: u64,
 }
 
 impl StreamConsumer {
@@ -991,7 +1001,7 @@ impl StreamConsumer {
 
     /// The number of the next frame it reads.
     pub fn next_seq(&self) -> u64 {
-        self.next
+        self.shared.read.load(Ordering::Acquire)
     }
 
     /// Frames it lost to `drop-oldest` so far.
@@ -1007,31 +1017,52 @@ impl StreamConsumer {
     /// takes). `Ok(None)` once the producer ended the stream and every
     /// frame was read. [`Error::StreamPoisoned`] when the producer died
     /// (and may not restart) or the stream was stopped;
-    /// [`Error::FrameHeld`] while the previous frame is still alive.
+    /// [`Error::FrameHeld`] when this consumer already holds as many frames
+    /// as it may: one under `drop-oldest`, `depth` under `block` (frames
+    /// may be dropped in any order; the slot of each goes back once every
+    /// older one did).
     pub fn next(&mut self, timeout: Option<Duration>) -> Result<Option<Frame>> {
         let sh = &self.shared;
         let core = &sh.core;
-        if sh.held.load(Ordering::Acquire) {
-            return Err(Error::FrameHeld(core.name.clone()));
+        {
+            let held = sh.held();
+            // Under `drop-oldest` a consumer holds one frame (its holding
+            // word); under `block` fewer than `depth` (the producer stops
+            // at `depth` past the oldest: one more would wait forever).
+            let most = match core.overflow {
+                Overflow::DropOldest => 1,
+                Overflow::Block => core.depth as usize,
+            };
+            if held.len() >= most {
+                return Err(Error::FrameHeld(core.name.clone()));
+            }
         }
         let deadline = deadline(timeout);
         let data = core.event(h::DATA_EVENT);
         loop {
             let seen = data.current();
             let ring = core.ring();
+            let next = sh.read.load(Ordering::Acquire);
             match ring
-                .poll(sh.index, self.next)
+                .poll(sh.index, next)
                 .map_err(|e| Error::corrupt(format!("stream {}: {e}", core.name)))?
             {
                 Poll::Frame(seq, slot) => {
-                    let frame =
-                        Frame::read(sh, seq, slot).inspect_err(|_| ring.release(sh.index, seq))?;
-                    sh.held.store(true, Ordering::Release);
-                    self.next = seq + 1;
+                    let mut held = sh.held();
+                    let frame = match Frame::read(sh, seq, slot) {
+                        Ok(f) => f,
+                        Err(e) => {
+                            ring.release_to(sh.index, held.first().copied().unwrap_or(seq + 1));
+                            sh.read.store(seq + 1, Ordering::Release);
+                            return Err(e);
+                        }
+                    };
+                    held.insert(seq);
+                    sh.read.store(seq + 1, Ordering::Release);
                     return Ok(Some(frame));
                 }
                 Poll::Skipped(to) => {
-                    self.next = to;
+                    sh.read.store(to, Ordering::Release);
                     // The producer may wait on the holding we gave up.
                     core.event(h::SPACE_EVENT).notify();
                     continue;
@@ -1039,7 +1070,7 @@ impl StreamConsumer {
                 Poll::Empty => {}
             }
             let end = core.word(h::END).load(Ordering::SeqCst);
-            if end & ENDED != 0 && self.next >= end & END_MASK {
+            if end & ENDED != 0 && next >= end & END_MASK {
                 return Ok(None);
             }
             if let Some(e) = core.end_error(end) {
@@ -1048,12 +1079,12 @@ impl StreamConsumer {
             let producer = core.word(h::PRODUCER).load(Ordering::SeqCst);
             if producer != 0 && !core.ctx.shared.token_alive(producer as u32) {
                 // Published before it died? Look once more, then decide.
-                if ring.head() > self.next {
+                if ring.head() > next {
                     continue;
                 }
                 if core.flags & FLAG_PRODUCER_RESTART == 0 {
-                    core.poison(self.next);
-                    return Err(core.poisoned(self.next, "its producer died"));
+                    core.poison(next);
+                    return Err(core.poisoned(next, "its producer died"));
                 }
             }
             if !core.wait(data, seen, deadline) {
@@ -1067,8 +1098,8 @@ impl StreamConsumer {
 
     /// The frames until the end of the stream, each waited for as long as
     /// it takes: `for frame in consumer.frames() { let frame = frame?; … }`.
-    /// Each frame must be dropped before the next is taken (the loop body
-    /// does that).
+    /// Frames kept past their iteration count against the limit of
+    /// [`next`](StreamConsumer::next).
     pub fn frames(&mut self) -> Frames<'_> {
         Frames {
             consumer: self,
@@ -1226,10 +1257,18 @@ impl std::ops::Deref for Frame {
 }
 
 impl Drop for Frame {
+    /// Releases the frame: the shared cursor moves to the oldest frame this
+    /// consumer still holds, or to the next it will take.
     fn drop(&mut self) {
         let sh = &self.shared;
-        sh.core.ring().release(sh.index, self.seq);
-        sh.held.store(false, Ordering::Release);
+        let mut held = sh.held();
+        held.remove(&self.seq);
+        let upto = held
+            .first()
+            .copied()
+            .unwrap_or_else(|| sh.read.load(Ordering::Acquire));
+        sh.core.ring().release_to(sh.index, upto);
+        drop(held);
         sh.core.event(h::SPACE_EVENT).notify();
     }
 }
