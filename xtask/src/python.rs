@@ -68,6 +68,7 @@ pub(crate) fn run() -> Result<(), String> {
         .arg(root().join("crates").join("fastio-python").join("tests"))
         .env("FASTIO_CLI", debug.join("fastio"))
         .env("FASTIO_TESTOP", debug.join("fio-testop"))
+        .env("FASTIO_STREAMOP", debug.join("fio-streamop"))
         .env("FASTIO_CAPI_LIB", debug.join("libfastio_capi.a"))
         .env("FASTIO_CAPI_DIR", root().join("crates").join("fastio-capi"))
         .current_dir(root());

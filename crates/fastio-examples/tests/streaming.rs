@@ -271,3 +271,28 @@ fn a_restarted_stage_resumes_at_the_frame_it_held_and_nothing_is_lost() {
         "{lines:#?}"
     );
 }
+
+#[test]
+fn an_operator_that_errors_out_is_blamed_not_the_sink_that_saw_its_poison_first() {
+    let yaml = pipeline(
+        &[
+            op("src", "source", &[], Some("v"), ""),
+            op("mid", "stage", &["src/v"], Some("w"), "FAIL_AT: 40"),
+            op("sink", "sink", &["mid/w"], None, ""),
+        ],
+        &format!("  frames: 100000\n{}", max_shapes(&["src/v", "mid/w"])),
+    );
+    let (r, lines) = run(&yaml);
+    let (who, what) = r.failure.clone().unwrap();
+    assert_eq!(who, "mid", "{what}\n{lines:#?}");
+    assert!(
+        what.contains("status 1") && what.contains("frame 40"),
+        "{what}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("[sink]") && l.contains("mid/w is poisoned from frame 40")),
+        "{lines:#?}"
+    );
+}

@@ -88,6 +88,8 @@ impl LocalDriver {
                 }
             }
         }
+        // Operators in the order they exited (restarts included).
+        let mut exits: Vec<usize> = Vec::new();
         let mut last_progress = Instant::now();
         let mut heads: Vec<u64> = vec![0; plan.entries.len()];
         while !running.is_empty() {
@@ -111,6 +113,7 @@ impl LocalDriver {
                         continue;
                     };
                     account(&mut reports[i], &r, status, &usage);
+                    exits.push(i);
                     // A dead child's holds and mappings go back now.
                     let _ = ctx.recover();
                     let outcome = reports[i].outcome.clone();
@@ -185,6 +188,29 @@ impl LocalDriver {
         }
         for (i, rep) in reports.iter_mut().enumerate() {
             rep.frames = stats_of(&ctx, &ops[i].name);
+        }
+        // The first operator to exit may have failed only because another
+        // failed first and poisoned its inputs: blame the first failure
+        // that was not a poisoned input, if there is one.
+        if let Some((first, _)) = &failure
+            && let Some(r) = reports.iter().find(|r| &r.name == first)
+            && r.stderr_tail
+                .iter()
+                .any(|l| l.contains("is poisoned from frame"))
+            && let Some(root) = exits.iter().find(|&&k| {
+                let r = &reports[k];
+                matches!(r.outcome, Outcome::Failed(_) | Outcome::Signaled(_))
+                    && !r
+                        .stderr_tail
+                        .iter()
+                        .any(|l| l.contains("is poisoned from frame"))
+            })
+        {
+            let at = self.first_undelivered(&ctx, *root);
+            failure = Some((
+                ops[*root].name.clone(),
+                format!("{} at frame {at}", describe(&reports[*root].outcome)),
+            ));
         }
         let interrupted = interrupted.load(Ordering::Relaxed);
         if interrupted && failure.is_none() {

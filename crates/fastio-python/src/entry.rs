@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 
 use crate::buffer::Buffer;
 use crate::context::PyContext;
+use crate::frames::PyFrames;
 use crate::{NotFoundError, err};
 
 /// An entry of the running operator (seed 000's vocabulary).
@@ -110,6 +111,8 @@ pub(crate) struct PyOperator {
     context: Py<PyContext>,
     inputs: Vec<(String, Py<PyEntry>)>,
     outputs: Vec<(String, Py<PyEntry>)>,
+    /// The frame loop, in a streaming job.
+    frames: Option<Py<PyFrames>>,
 }
 
 #[pymethods]
@@ -117,8 +120,13 @@ impl PyOperator {
     /// Attaches as the operator named in `FASTIO_OPERATOR`.
     #[staticmethod]
     fn from_env(py: Python<'_>) -> PyResult<PyOperator> {
-        let op = Operator::from_env().map_err(err)?;
+        let mut op = Operator::from_env().map_err(err)?;
         let name = op.name().to_owned();
+        let frames = if op.plan().0.streaming.is_some() {
+            Some(Py::new(py, PyFrames::new(op.frames().map_err(err)?))?)
+        } else {
+            None
+        };
         let (ctx, inputs, outputs) = op.into_parts();
         let wrap = |list: Vec<(String, Entry)>| -> PyResult<Vec<(String, Py<PyEntry>)>> {
             list.into_iter()
@@ -130,7 +138,15 @@ impl PyOperator {
             context: Py::new(py, PyContext { ctx })?,
             inputs: wrap(inputs)?,
             outputs: wrap(outputs)?,
+            frames,
         })
+    }
+
+    /// The frame loop of a streaming job (`for frame in op:`); `None` when
+    /// the job does not stream.
+    #[getter]
+    fn frames(&self, py: Python<'_>) -> Option<Py<PyFrames>> {
+        self.frames.as_ref().map(|f| f.clone_ref(py))
     }
 
     /// Its name.

@@ -15,6 +15,7 @@ mod buffer;
 mod context;
 mod dlpack;
 mod entry;
+mod frames;
 mod params;
 
 use pyo3::create_exception;
@@ -57,6 +58,7 @@ pub(crate) fn err(e: fastio::Error) -> PyErr {
         E::EntryAccess { .. } => AccessError::new_err(msg),
         E::MapConflict(_) => MapConflictError::new_err(msg),
         E::UnknownName(_) | E::UnknownEntry(_) => NotFoundError::new_err(msg),
+        E::StreamPoisoned { .. } => PoisonedError::new_err(msg),
         _ => Error::new_err(msg),
     }
 }
@@ -83,6 +85,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<context::PyAllocation>()?;
     m.add_class::<entry::PyEntry>()?;
     m.add_class::<entry::PyOperator>()?;
+    m.add_class::<frames::PyFrames>()?;
+    m.add_class::<frames::PyFrame>()?;
     let py = m.py();
     m.add("Error", py.get_type::<Error>())?;
     m.add("PoisonedError", py.get_type::<PoisonedError>())?;

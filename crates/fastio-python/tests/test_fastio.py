@@ -507,3 +507,90 @@ def test_an_allocation_speaks_the_buffer_protocol_typed(ctx):
     gc.collect()
     a.unmap()
     assert np.asarray(b)[0, 0] == -1.0
+
+
+PYTHON_STAGE = """
+import threading, time
+import numpy as np
+import fastio
+
+op = fastio.Operator.from_env()
+ticks = [0]
+stop = threading.Event()
+
+def spin():
+    while not stop.is_set():
+        ticks[0] += 1
+        time.sleep(0.0005)
+
+t = threading.Thread(target=spin)
+t.start()
+kept = []
+n = 0
+for frame in op:
+    v = frame.input("v")
+    assert not v.flags.writeable and v.dtype == np.uint32
+    try:
+        v[0, 0] = 1
+        raise SystemExit("wrote into an input frame")
+    except ValueError:
+        pass
+    frame.write("w", v + 1)          # one stage further (fio-streamop's rule)
+    n += 1
+    # A view kept past its frame keeps the frame (here for two more frames,
+    # within the depth of 4): still intact later.
+    if n % 50 == 0:
+        kept.append((frame.seq, v, v.copy()))
+    elif kept and frame.seq - kept[0][0] >= 3:
+        kept.clear()
+    # (A generator: a loop variable would keep the last view alive.)
+    assert all(np.array_equal(view, copy) for _, view, copy in kept), "a kept frame changed"
+stop.set()
+t.join()
+# Waiting for frames released the GIL: the other thread kept running.
+assert ticks[0] > 20, ticks[0]
+print(f"python stage: {n} frames, {ticks[0]} ticks")
+"""
+
+
+def test_python_stage_in_a_streaming_pipeline(tmp_path):
+    """Issue 18: `for frame in op:` between Rust operators that check every
+    word; input views are read-only and keep their frames; the GIL is
+    released while waiting."""
+    cli, streamop = os.environ.get("FASTIO_CLI"), os.environ.get("FASTIO_STREAMOP")
+    if not (cli and streamop):
+        pytest.skip("binaries not given (run through cargo xtask python)")
+    (tmp_path / "stage.py").write_text(PYTHON_STAGE)
+    arr = "type: array, element-type: uint32, shape: [-1, 64]"
+    yaml = f"""
+api-version: 0.5.0
+name: py-stream
+operators:
+- name: src
+  container: {{image: rust, command: [{streamop}, source, v], variables: {{PAUSE_US: 300}}}}
+  output: [{{name: v, {arr}}}]
+- name: py
+  container: {{image: python, command: [{sys.executable}, ./stage.py]}}
+  input: [{{from: src, name: v, {arr}}}]
+  output: [{{name: w, {arr}}}]
+- name: sink
+  container: {{image: rust, command: [{streamop}, sink, w], variables: {{EXPECT_FRAMES: 1000}}}}
+  input: [{{from: py, name: w, {arr}}}]
+streaming:
+  depth: 4
+  frames: 1000
+  max-shape:
+    src/v: [16, 64]
+    py/w: [16, 64]
+"""
+    (tmp_path / "p.yaml").write_text(yaml)
+    p = subprocess.run(
+        [cli, "run", str(tmp_path / "p.yaml"), "--report", "json"],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert "[py] python stage: 1000 frames" in p.stdout, p.stdout
+    assert "[sink] sink: 1000 frames" in p.stdout
+    report = json.loads(p.stdout.strip().splitlines()[-1])
+    py = next(o for o in report["operators"] if o["name"] == "py")
+    assert py["frames"]["in"] == [1000] and py["frames"]["out"] == [1000]

@@ -155,9 +155,11 @@ pub enum Error {
         /// `"producer"` or `"consumer 2"`, ...
         role: String,
     },
-    /// `next` while the previous frame of the same consumer is still held
-    /// (frames are released in order: drop the last one first).
-    #[error("stream {0}: the previous frame is still held; drop it before taking the next")]
+    /// `next` while this consumer keeps a frame so old that the next one
+    /// could never come (the producer is `depth` frames ahead of it).
+    #[error(
+        "stream {0}: a frame `depth` frames old is still held (a kept frame or view); drop it before taking the next"
+    )]
     FrameHeld(String),
 }
 

@@ -28,6 +28,8 @@
 //! * A step's outputs are published, stamped with its source frame and
 //!   timestamp, when the step is dropped (not while the thread panics); an
 //!   output that was never asked for is skipped for that frame.
+//! * A loop abandoned before its end (an error, a panic) fails its outputs;
+//!   [`Steps::end`] ends them early on purpose.
 //! * At the end the loop publishes the operator's statistics
 //!   ([`OperatorStats`]) in the context for the driver's summary.
 
@@ -343,11 +345,20 @@ impl Iterator for Steps {
     }
 }
 
+impl Steps {
+    /// Ends the loop before its inputs end: the outputs end after the
+    /// frames published so far, as at the end of the stream.
+    pub fn end(&mut self) {
+        self.finish(false);
+    }
+}
+
 impl Drop for Steps {
+    /// A loop abandoned before its end (an error, `?`, a panic) fails its
+    /// outputs: downstream operators see `StreamPoisoned`, not a stream
+    /// that looks complete. [`Steps::end`] ends early on purpose.
     fn drop(&mut self) {
-        // A loop left early (break, `?`) still ends its outputs; a panic
-        // fails them.
-        self.finish(std::thread::panicking());
+        self.finish(true);
     }
 }
 

@@ -573,3 +573,22 @@ fn a_consumer_may_keep_up_to_depth_frames_under_block_and_one_under_drop_oldest(
     drop(a);
     assert_eq!(rx.next(LONG).unwrap().unwrap().seq(), 1);
 }
+
+#[test]
+fn a_frame_kept_depth_frames_long_makes_next_an_error_not_a_hang() {
+    let ctx = context(8 << 20);
+    let mut tx = ctx.create_stream("pin", &opts().depth(2)).unwrap();
+    let mut rx = ctx.stream_consumer("pin", 0).unwrap();
+    for _ in 0..2 {
+        tx.next_slot(LONG).unwrap().publish().unwrap();
+    }
+    let kept = rx.next(LONG).unwrap().unwrap();
+    drop(rx.next(LONG).unwrap().unwrap()); // frame 1, released at once
+    // Frame 2 needs frame 0's slot, which `kept` pins: an error at once.
+    let t0 = Instant::now();
+    assert!(matches!(rx.next(LONG), Err(Error::FrameHeld(_))));
+    assert!(t0.elapsed() < Duration::from_secs(1));
+    drop(kept);
+    tx.next_slot(LONG).unwrap().publish().unwrap();
+    assert_eq!(rx.next(LONG).unwrap().unwrap().seq(), 2);
+}

@@ -13,7 +13,8 @@
 //! * `sink IN...` — checks every frame; prints the count; with
 //!   `EXPECT_FRAMES`, exits 5 unless exactly that many arrived, in order.
 //!
-//! `DIE_AT=k` makes the operator SIGKILL itself at step `k` while it holds
+//! `FAIL_AT=k` makes the operator return an error at step `k` (its loop is
+//! abandoned: its outputs fail). `DIE_AT=k` makes the operator SIGKILL itself at step `k` while it holds
 //! its inputs and has half written its output; with `DIE_ONCE=FILE` only
 //! the first time (the file marks it). A wrong word exits 4.
 
@@ -68,6 +69,9 @@ fn env_u64(name: &str) -> Option<u64> {
 
 /// `DIE_AT`: dies at this step, holding its frames, output half written.
 fn maybe_die(step: &Step, out: Option<&str>) -> Result {
+    if env_u64("FAIL_AT") == Some(step.seq()) {
+        return Err(format!("failing on purpose at frame {}", step.seq()).into());
+    }
     if env_u64("DIE_AT") != Some(step.seq()) {
         return Ok(());
     }

@@ -22,7 +22,7 @@ stays valid after every other fastio object is gone.
 from __future__ import annotations
 
 import enum
-from typing import Sequence
+from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
@@ -40,6 +40,7 @@ from ._native import (
 __all__ = [
     "AccessError",
     "Entry",
+    "Frame",
     "Error",
     "FastIOAllocation",
     "FastIOContext",
@@ -241,3 +242,52 @@ class Operator:
 
     def output(self, name: str) -> Entry:
         return Entry(self._o.output(name))
+
+    def __iter__(self) -> Iterator["Frame"]:
+        """The frames of a streaming job: ``for frame in op:``. Each frame
+        holds one frame of every input (aligned by source frame) and a slot
+        of every output; its outputs are published when the loop moves on.
+        Waiting for a frame releases the GIL. Raises ``Error`` when the job
+        does not stream, ``PoisonedError`` when an input failed."""
+        frames = self._o.frames
+        if frames is None:
+            raise Error("the job does not stream (no `streaming:` section)")
+        for native in frames:
+            yield Frame(native)
+
+
+class Frame:
+    """One frame of a streaming operator's inputs and outputs."""
+
+    def __init__(self, native: _native.Frame):
+        self._f = native
+
+    seq = property(lambda self: self._f.seq, doc="The source frame's number.")
+    timestamp_ns = property(
+        lambda self: self._f.timestamp_ns,
+        doc="When the source frame was taken (ns since the Unix epoch).",
+    )
+
+    def input(self, name: str) -> np.ndarray:
+        """A read-only numpy view of input ``name``, zero copy. The view
+        keeps its frame: the slot goes back to the producer when every view
+        of it is gone (a consumer may keep up to the stream's depth of
+        frames; one more raises ``Error``, never a dangling view)."""
+        return self._f.input(name)
+
+    def write(self, name: str, data, shape: Optional[Sequence[int]] = None) -> None:
+        """Copies ``data`` into output ``name``'s slot, converted to the
+        output's element type, with ``shape`` (default: the data's)."""
+        dtype = _dtype(self._f.output_element(name))
+        arr = np.ascontiguousarray(np.asarray(data), dtype=dtype)
+        dims = tuple(int(d) for d in (shape if shape is not None else arr.shape))
+        if arr.ndim == 0:
+            arr = arr.reshape(1)
+        self._f.write_bytes(name, memoryview(arr.reshape(-1)).cast("B"), list(dims))
+
+    def done(self) -> None:
+        """Publishes the outputs now (the loop does it at the next frame)."""
+        self._f.done()
+
+    def __repr__(self) -> str:
+        return repr(self._f)

@@ -23,6 +23,8 @@ __all__ = [
     "FastIOAllocation",
     "Entry",
     "Operator",
+    "Frames",
+    "Frame",
     "Error",
     "PoisonedError",
     "NotAllocatedError",
@@ -312,6 +314,49 @@ class Operator:
 
     def output(self, name: str) -> Entry:
         """The output named ``name``; NotFoundError if none."""
+
+    @property
+    def frames(self) -> Frames | None:
+        """The frame loop of a streaming job; ``None`` when the job does
+        not stream."""
+
+@final
+class Frames:
+    """The frames of a streaming operator."""
+
+    def __iter__(self) -> Frames: ...
+    def __next__(self) -> Frame:
+        """Publishes the previous frame's outputs, then waits (without
+        the GIL) for the next frame of every input."""
+
+    def close(self) -> None:
+        """Ends the loop early: outputs end."""
+
+@final
+class Frame:
+    """One frame of every input and a slot of every output."""
+
+    @property
+    def seq(self) -> int:
+        """The source frame's number."""
+
+    @property
+    def timestamp_ns(self) -> int:
+        """When the source frame was taken (ns since the Unix epoch)."""
+
+    def input(self, name: str) -> np.ndarray[Any, Any]:
+        """A read-only numpy view of input ``name`` (zero copy); it keeps
+        the frame until it is gone."""
+
+    def output_element(self, name: str) -> str:
+        """The element type of output ``name``."""
+
+    def write_bytes(self, name: str, data: Buffer | memoryview | bytes, shape: list[int]) -> None:
+        """Copies ``data`` (bytes of the frame's elements in C order) into
+        output ``name``'s slot as a frame of ``shape``."""
+
+    def done(self) -> None:
+        """Publishes this frame's outputs now."""
 
 def params_load(path: str) -> list[tuple[str, Buffer, str, list[int]]]:
     """``(name, buffer, element type, shape)`` of every tensor of a params

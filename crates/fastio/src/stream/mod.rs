@@ -1017,10 +1017,11 @@ impl StreamConsumer {
     /// takes). `Ok(None)` once the producer ended the stream and every
     /// frame was read. [`Error::StreamPoisoned`] when the producer died
     /// (and may not restart) or the stream was stopped;
-    /// [`Error::FrameHeld`] when this consumer already holds as many frames
-    /// as it may: one under `drop-oldest`, `depth` under `block` (frames
-    /// may be dropped in any order; the slot of each goes back once every
-    /// older one did).
+    /// [`Error::FrameHeld`] when the next frame could never come while this
+    /// consumer keeps the frames it holds: under `drop-oldest` it may hold
+    /// one, under `block` any frames within `depth` of the oldest it holds
+    /// (frames may be dropped in any order; the slot of each goes back once
+    /// every older one did).
     pub fn next(&mut self, timeout: Option<Duration>) -> Result<Option<Frame>> {
         let sh = &self.shared;
         let core = &sh.core;
@@ -1033,7 +1034,13 @@ impl StreamConsumer {
                 Overflow::DropOldest => 1,
                 Overflow::Block => core.depth as usize,
             };
-            if held.len() >= most {
+            // The producer writes frame `n` only once every frame up to
+            // `n - depth` is released: past that, the wait would never end.
+            let read = sh.read.load(Ordering::Acquire);
+            let pinned = held
+                .first()
+                .is_some_and(|&oldest| read >= oldest.saturating_add(core.depth));
+            if held.len() >= most || pinned {
                 return Err(Error::FrameHeld(core.name.clone()));
             }
         }
@@ -1240,6 +1247,26 @@ impl Frame {
         let shape = self.shape.clone();
         let block = MemoryBlock::from_owner(self);
         Ok(Array::from_block(&block, 0, element, &shape)?)
+    }
+}
+
+impl Frame {
+    /// A read-only `ndobject` array over a shared frame: it keeps the frame
+    /// (and so its slot) until the array and its views are gone.
+    pub fn shared_array(frame: &Arc<Frame>) -> Result<Array> {
+        let element = Type::primitive(frame.shared.core.element);
+        let shape = frame.shape.clone();
+        let block = MemoryBlock::from_owner(SharedFrame(frame.clone()));
+        Ok(Array::from_block(&block, 0, element, &shape)?)
+    }
+}
+
+/// A shared frame as the owner of an array's memory.
+struct SharedFrame(Arc<Frame>);
+
+impl AsRef<[u8]> for SharedFrame {
+    fn as_ref(&self) -> &[u8] {
+        self.0.bytes()
     }
 }
 
