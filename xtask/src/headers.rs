@@ -10,11 +10,13 @@ use cbindgen::{Builder, Config, ExportConfig, Language};
 
 use crate::root;
 
-/// The items of `clara_fastio.h` (everything else is in `fastio.h`).
+/// The items of `clara_fastio.h`: Clara's entry functions and an
+/// operator's (entries and frames); everything else is in `fastio.h`.
 fn is_clara(name: &str) -> bool {
     name.starts_with("nvidia_clara")
         || name.starts_with("NVIDIA_CLARA")
         || name.starts_with("fastio_operator")
+        || name.starts_with("fastio_frame")
 }
 
 fn crate_dir() -> PathBuf {

@@ -18,6 +18,12 @@
 #define NVIDIA_CLARA_IO_ACCESS_READ_WRITE 2
 
 /**
+ * One frame of a streaming operator (opaque in C): from
+ * `fastio_operator_next_frame` until `fastio_frame_done`.
+ */
+typedef struct fastio_frame fastio_frame;
+
+/**
  * The operator a C process runs as, with its entries (opaque in C).
  */
 typedef struct fastio_operator fastio_operator;
@@ -310,6 +316,72 @@ result nvidia_clara_fastio_entry__map_allocation(struct nvidia_clara_fastio_entr
  */
 result nvidia_clara_fastio_entry__unmap_allocation(struct nvidia_clara_fastio_entry *entry,
                                                    void *allocation);
+
+/**
+ * The next frame of every input (and a slot of every output), waiting as
+ * long as it takes; `FASTIO_END_OF_STREAM` after the last one. The
+ * previous frame must be done.
+ *
+ * # Safety
+ *
+ * `op` is a live operator; `frame_out` is writable.
+ */
+result fastio_operator_next_frame(struct fastio_operator *op, struct fastio_frame **frame_out);
+
+/**
+ * The source frame's number and timestamp (ns since the Unix epoch);
+ * either output may be null.
+ *
+ * # Safety
+ *
+ * `frame` is live; the outputs are null or writable.
+ */
+result fastio_frame_seq(struct fastio_frame *frame, uint64_t *seq_out, uint64_t *timestamp_ns_out);
+
+/**
+ * Input `name`'s frame: its read-only bytes and their count, and its
+ * shape (`*ndim_out` sizes, valid until the next call on this frame).
+ *
+ * # Safety
+ *
+ * `frame` is live, `name` NUL-terminated, every output writable. The
+ * bytes may be read until `fastio_frame_done`.
+ */
+result fastio_frame_input(struct fastio_frame *frame,
+                          const char *name,
+                          const void **data_out,
+                          size_t *size_out,
+                          const size_t **shape_out,
+                          size_t *ndim_out);
+
+/**
+ * Output `name`'s slot for this frame, as a frame of `shape` (`ndim`
+ * sizes; null and 0 for the largest shape): its writable bytes and their
+ * count. Waits for a free slot the first time (back-pressure).
+ *
+ * # Safety
+ *
+ * `frame` is live, `name` NUL-terminated, `shape` null or `ndim`
+ * readable sizes, both outputs writable. The bytes may be written until
+ * `fastio_frame_done`.
+ */
+result fastio_frame_output(struct fastio_frame *frame,
+                           const char *name,
+                           const size_t *shape,
+                           size_t ndim,
+                           void **data_out,
+                           size_t *size_out);
+
+/**
+ * Publishes the frame's outputs and releases its inputs; the handle is
+ * gone afterwards. Null is an error.
+ *
+ * # Safety
+ *
+ * `frame` came from `fastio_operator_next_frame` and is not used
+ * afterwards.
+ */
+result fastio_frame_done(struct fastio_frame *frame);
 
 #ifdef __cplusplus
 }  // extern "C"

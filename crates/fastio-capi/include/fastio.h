@@ -97,6 +97,11 @@ typedef int result;
  */
 #define FASTIO_ERR_PANIC 14
 
+/**
+ * Not an error: the stream ended (`fastio_operator_next_frame`).
+ */
+#define FASTIO_END_OF_STREAM 15
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus

@@ -78,6 +78,8 @@ pub struct nvidia_clara_fastio_entry {
 /// The operator a C process runs as, with its entries (opaque in C).
 pub struct fastio_operator {
     name: String,
+    /// The frame loop of a streaming job.
+    pub(crate) steps: Option<fastio::Steps>,
     inputs: Vec<(String, Box<nvidia_clara_fastio_entry>)>,
     outputs: Vec<(String, Box<nvidia_clara_fastio_entry>)>,
 }
@@ -113,11 +115,17 @@ fn to_int(v: usize, what: &str) -> Result<c_int, Failure> {
 pub unsafe extern "C" fn fastio_operator_from_env(op_out: *mut *mut fastio_operator) -> result {
     guard(|| {
         writable(op_out)?;
-        let op = Operator::from_env()?;
+        let mut op = Operator::from_env()?;
         let name = op.name().to_owned();
+        let steps = if op.plan().0.streaming.is_some() {
+            Some(op.frames()?)
+        } else {
+            None
+        };
         let (_, inputs, outputs) = op.into_parts();
         let op = Box::new(fastio_operator {
             name,
+            steps,
             inputs: wrap(inputs),
             outputs: wrap(outputs),
         });

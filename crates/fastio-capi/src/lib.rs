@@ -20,9 +20,11 @@
 
 mod context;
 mod entry;
+mod frames;
 mod ptr;
 mod status;
 
 pub use context::*;
 pub use entry::*;
+pub use frames::*;
 pub use status::*;

@@ -40,6 +40,8 @@ pub const FASTIO_ERR_TIMEOUT: result = 12;
 pub const FASTIO_ERR_OTHER: result = 13;
 /// A bug: the library panicked (caught at the boundary).
 pub const FASTIO_ERR_PANIC: result = 14;
+/// Not an error: the stream ended (`fastio_operator_next_frame`).
+pub const FASTIO_END_OF_STREAM: result = 15;
 
 /// A failure inside an export: its code and message.
 #[derive(Debug)]
@@ -69,7 +71,10 @@ impl From<fastio::Error> for Failure {
             E::EntryAccess { .. } => FASTIO_ERR_ACCESS,
             E::ShapeNotDefined { .. } => FASTIO_ERR_SHAPE,
             E::NotAllocated { .. } => FASTIO_ERR_NOT_ALLOCATED,
-            E::Poisoned { .. } => FASTIO_ERR_POISONED,
+            E::Poisoned { .. } | E::StreamPoisoned { .. } => FASTIO_ERR_POISONED,
+            E::StreamTimeout { .. } => FASTIO_ERR_TIMEOUT,
+            E::FrameHeld(_) | E::StreamBusy { .. } => FASTIO_ERR_CONFLICT,
+            E::StreamConfig { .. } => FASTIO_ERR_INVALID_ARGUMENT,
             E::MapConflict(_) => FASTIO_ERR_CONFLICT,
             E::CapacityExceeded { .. } => FASTIO_ERR_CAPACITY,
             E::NoContext(_) => FASTIO_ERR_NO_CONTEXT,
@@ -138,6 +143,7 @@ pub extern "C" fn fastio_status_string(code: result) -> *const c_char {
         FASTIO_ERR_TIMEOUT => b"timed out\0",
         FASTIO_ERR_OTHER => b"error\0",
         FASTIO_ERR_PANIC => b"internal error\0",
+        FASTIO_END_OF_STREAM => b"end of stream\0",
         _ => b"unknown status code\0",
     };
     s.as_ptr().cast()

@@ -179,3 +179,69 @@ operators:
         "{lines:?}"
     );
 }
+
+/// `fio-streamop` (of `fastio-examples`), built if this test runs alone.
+fn streamop() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let debug = exe.parent().unwrap().parent().unwrap().to_path_buf();
+    let path = debug.join("fio-streamop");
+    if !path.exists() {
+        let st = Command::new(env!("CARGO"))
+            .args(["build", "-p", "fastio-examples", "--bin", "fio-streamop"])
+            .status()
+            .expect("run cargo");
+        assert!(st.success(), "cargo build fio-streamop");
+    }
+    path
+}
+
+/// Issue 18: a C operator in a stream (`fastio_operator_next_frame` ...
+/// `fastio_frame_done`), between Rust operators that check every word of
+/// every frame, under valgrind.
+#[test]
+fn a_c_stage_in_a_streaming_pipeline() {
+    let stage = compile("stream_stage");
+    let op = streamop().display().to_string();
+    let arr = "type: array, element-type: uint32, shape: [-1, 64]";
+    let yaml = format!(
+        "api-version: 0.5.0
+name: c-stream
+operators:
+- name: src
+  container: {{image: rust, command: [{op}, source, v]}}
+  output: [{{name: v, {arr}}}]
+- name: c
+  container: {{image: c, command: {stage}}}
+  input: [{{from: src, name: v, {arr}}}]
+  output: [{{name: w, {arr}}}]
+- name: sink
+  container: {{image: rust, command: [{op}, sink, w], variables: {{EXPECT_FRAMES: 300}}}}
+  input: [{{from: c, name: w, {arr}}}]
+streaming:
+  frames: 300
+  max-shape:
+    src/v: [16, 64]
+    c/w: [16, 64]
+",
+        stage = command(&stage),
+    );
+    let def = Definition::parse("c.yaml", &yaml, &[]).unwrap();
+    let lines = std::sync::Mutex::new(Vec::new());
+    let report = LocalDriver::new(def.pipeline, RunOptions::default())
+        .run(|p| {
+            if let fastio_pipeline::Progress::Line { operator, text, .. } = p {
+                lines.lock().unwrap().push(format!("[{operator}] {text}"));
+            }
+        })
+        .unwrap();
+    let lines = lines.into_inner().unwrap();
+    assert!(report.succeeded(), "{report:?}\n{lines:#?}\n{yaml}");
+    assert!(
+        lines.contains(&"[c] c stage: 300 frames".to_owned()),
+        "{lines:?}"
+    );
+    assert!(
+        lines.contains(&"[sink] sink: 300 frames".to_owned()),
+        "{lines:?}"
+    );
+}
