@@ -286,7 +286,10 @@ impl LocalDriver {
             .split_first()
             .ok_or_else(|| DriverError::NoCommand(def.name.clone()))?;
         let program = if program.contains('/') && Path::new(program).is_relative() {
-            self.opts.base_dir.join(program)
+            // Absolute: the child starts in the definition's directory, so
+            // a path relative to ours would be resolved from there again.
+            let p = self.opts.base_dir.join(program);
+            std::path::absolute(&p).unwrap_or(p)
         } else {
             PathBuf::from(program)
         };

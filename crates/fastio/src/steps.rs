@@ -338,6 +338,7 @@ impl Iterator for Steps {
                 .zip(frames.into_iter().map(Arc::new))
                 .collect(),
             outputs: self.outputs.clone(),
+            source: self.inputs.is_empty(),
             started: Instant::now(),
             tally: self.tally.clone(),
             live: self.live.clone(),
@@ -370,6 +371,9 @@ pub struct Step {
     timestamp_ns: u64,
     inputs: Vec<(String, Arc<Frame>)>,
     outputs: Vec<Output>,
+    /// A source's step: its frames are stamped when published (a source
+    /// that paces itself waits inside the step).
+    source: bool,
     started: Instant,
     tally: Arc<Mutex<Tally>>,
     live: Arc<AtomicBool>,
@@ -424,12 +428,17 @@ impl Step {
 impl Drop for Step {
     fn drop(&mut self) {
         let publish = !std::thread::panicking();
+        let stamp = if self.source {
+            now_ns()
+        } else {
+            self.timestamp_ns
+        };
         let mut t = lock(&self.tally);
         for (k, (_, p)) in self.outputs.iter().enumerate() {
             let mut p = lock(p);
             if publish && p.shape().is_some() {
                 let ok = p
-                    .set_source(self.seq, self.timestamp_ns)
+                    .set_source(self.seq, stamp)
                     .and_then(|()| p.publish());
                 if ok.is_ok() {
                     t.frames_out[k] += 1;
