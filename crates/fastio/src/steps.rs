@@ -437,9 +437,7 @@ impl Drop for Step {
         for (k, (_, p)) in self.outputs.iter().enumerate() {
             let mut p = lock(p);
             if publish && p.shape().is_some() {
-                let ok = p
-                    .set_source(self.seq, stamp)
-                    .and_then(|()| p.publish());
+                let ok = p.set_source(self.seq, stamp).and_then(|()| p.publish());
                 if ok.is_ok() {
                     t.frames_out[k] += 1;
                 }
