@@ -18,7 +18,7 @@ use crate::root;
 const DIR: &str = "docs/bench";
 
 /// Handoff functions in table and legend order.
-const HANDOFF_ORDER: [&str; 11] = [
+const HANDOFF_ORDER: [&str; 13] = [
     "baseline_memcpy",
     "socket_page",
     "socket_all",
@@ -28,6 +28,8 @@ const HANDOFF_ORDER: [&str; 11] = [
     "fastio_warm_page",
     "fastio_warm_all",
     "fastio_warm_spin_page",
+    "fastio_ring_page",
+    "fastio_ring_spin_page",
     "fastio_cold_page",
     "fastio_cold_all",
 ];
@@ -474,6 +476,32 @@ fn goals(w: &mut String, groups: &Groups) {
         h("4KiB", "iceoryx2_poll_page"),
         2.0,
     );
+    verdict(
+        w,
+        "4 KiB depth-1 stream round trip ≤ iceoryx2, both sleeping (`fastio_ring_page` / `iceoryx2_page`)",
+        h("4KiB", "fastio_ring_page"),
+        h("4KiB", "iceoryx2_page"),
+        1.0,
+    );
+    verdict(
+        w,
+        "4 KiB depth-1 stream round trip ≤ iceoryx2, both spinning (`fastio_ring_spin_page` / `iceoryx2_poll_page`)",
+        h("4KiB", "fastio_ring_spin_page"),
+        h("4KiB", "iceoryx2_poll_page"),
+        1.0,
+    );
+    for size in ["64KiB", "1MiB", "16MiB", "64MiB"] {
+        let s = |f: &str| find(groups, &format!("stream/{size}"), f);
+        verdict(
+            w,
+            &format!(
+                "{size} stream of frames: time per frame ≤ iceoryx2's (`fastio_ring_page` / `iceoryx2_page`)"
+            ),
+            s("fastio_ring_page"),
+            s("iceoryx2_page"),
+            1.0,
+        );
+    }
     for size in ["1MiB", "16MiB", "64MiB"] {
         let s = |f: &str| find(groups, &format!("stream/{size}"), f);
         verdict(

@@ -18,14 +18,21 @@
 //!     handoff commits fresh pages and punches them out on free;
 //!   - `fastio_warm_spin_page`: `fastio_warm_page` with both sides spinning
 //!     before they sleep ([`Context::set_wait_spin`]), the peer of
-//!     iceoryx2's busy-polling variant.
+//!     iceoryx2's busy-polling variant;
+//!   - `fastio_ring_page`, `fastio_ring_spin_page`: a stream of depth 1
+//!     (`StreamProducer` / `StreamConsumer`): the producer writes the slot
+//!     and publishes; the consumer takes the frame, reads it and drops it,
+//!     which releases the slot, and that is the producer's acknowledgement
+//!     (its next `next_slot` waits for it). No lock and no allocation per
+//!     payload; sleeping, or both sides spinning.
 //! * `stream/<size>` (throughput, at most `STREAM_DEPTH` payloads in
 //!   flight): `socket_page` (the socket's own buffers bound what is in
 //!   flight) and `fastio_warm_page` (a ring of names, a slot reused once
 //!   its consumer freed it; with every slot in flight the producer polls
 //!   for a free one, as iceoryx2's `RetryUntilDelivered` backpressure
 //!   does, while the consumer sleeps on the event like iceoryx2's
-//!   listener).
+//!   listener), and `fastio_ring_page`: a stream of depth `STREAM_DEPTH`
+//!   (the ring of slots, lock-free) with the same waits.
 
 mod handoff_common;
 
@@ -34,7 +41,10 @@ use std::io::{Read, Write};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput, measurement::WallTime};
-use fastio::{Context, ContextOptions};
+use std::collections::HashMap;
+
+use dtype::Primitive;
+use fastio::{Context, ContextOptions, StreamConsumer, StreamOptions, StreamProducer};
 use handoff_common::{
     Batch, CHILD_ENV, Consumer, SIZES, STREAM_DEPTH, STREAM_SIZES, Touch, configure, connect,
     produce_into,
@@ -64,6 +74,17 @@ struct Producer {
     warm: Context,
     cold: Context,
     consumer: Consumer,
+    /// Streams by name, made once (in the warm context).
+    rings: HashMap<String, StreamProducer>,
+}
+
+/// The stream a batch uses: depth 1 for the round trips (`r`, `y`), the
+/// stream depth for throughput (`R`).
+fn ring_name(cmd: u8, size: usize) -> String {
+    match cmd {
+        b'R' => format!("ring-{size}"),
+        _ => format!("ring1-{size}"),
+    }
 }
 
 impl Producer {
@@ -98,6 +119,48 @@ impl Producer {
                 ctx.wait_unpublished("handoff", WAIT).unwrap();
             }
         })
+    }
+
+    /// The producer of the stream `batch` uses, made on first use.
+    fn ring(&mut self, batch: Batch) -> String {
+        let name = ring_name(batch.cmd, batch.size);
+        let depth = if batch.cmd == b'R' { STREAM_DEPTH } else { 1 };
+        let warm = &self.warm;
+        self.rings.entry(name.clone()).or_insert_with(|| {
+            let opts = StreamOptions::new(Primitive::UInt8, &[batch.size]).depth(depth);
+            warm.create_stream(&name, &opts).unwrap()
+        });
+        name
+    }
+
+    /// Depth-1 round trips: each `next_slot` waits for the consumer's
+    /// release of the frame before.
+    fn ring_latency(&mut self, batch: Batch) -> Duration {
+        self.warm.set_wait_spin(spin_budget(batch.cmd));
+        let name = self.ring(batch);
+        self.timed(batch, |p| {
+            let tx = p.rings.get_mut(&name).unwrap();
+            for seq in 0..batch.iters {
+                let mut slot = tx.next_slot(Some(WAIT)).unwrap();
+                produce_into(slot.bytes_mut(), seq);
+                slot.publish().unwrap();
+            }
+        })
+    }
+
+    fn ring_stream(&mut self, batch: Batch) -> Duration {
+        self.warm.set_wait_spin(STREAM_BACKPRESSURE_SPIN);
+        let name = self.ring(batch);
+        let t0 = Instant::now();
+        self.consumer.begin(batch);
+        let tx = self.rings.get_mut(&name).unwrap();
+        for seq in 0..batch.iters {
+            let mut slot = tx.next_slot(Some(WAIT)).unwrap();
+            produce_into(slot.bytes_mut(), seq);
+            slot.publish().unwrap();
+        }
+        self.consumer.wait_ack();
+        t0.elapsed()
     }
 
     fn socket_stream(&mut self, batch: Batch, src: &mut [u8]) -> Duration {
@@ -135,9 +198,9 @@ impl Producer {
 const STREAM_BACKPRESSURE_SPIN: Duration = Duration::from_millis(1);
 
 /// How long waits spin before they sleep: long enough to cover any
-/// handoff in the `fastio_warm_spin` variant (`x`), zero otherwise.
+/// handoff in the spinning variants (`x`, `y`), zero otherwise.
 fn spin_budget(cmd: u8) -> Duration {
-    if cmd == b'x' {
+    if cmd == b'x' || cmd == b'y' {
         Duration::from_secs(1)
     } else {
         Duration::ZERO
@@ -180,6 +243,11 @@ fn latency(g: &mut BenchmarkGroup<'_, WallTime>, p: &mut Producer) {
         g.bench_function(BenchmarkId::new(name, label), |b| {
             b.iter_custom(|iters| p.fastio_latency(batch_of(b'x', Touch::Page, size, iters), false))
         });
+        for (name, cmd) in [("fastio_ring_page", b'r'), ("fastio_ring_spin_page", b'y')] {
+            g.bench_function(BenchmarkId::new(name, label), |b| {
+                b.iter_custom(|iters| p.ring_latency(batch_of(cmd, Touch::Page, size, iters)))
+            });
+        }
     }
 }
 
@@ -204,6 +272,9 @@ fn stream(g: &mut BenchmarkGroup<'_, WallTime>, p: &mut Producer) {
         g.bench_function(BenchmarkId::new("fastio_warm_page", label), |b| {
             b.iter_custom(|iters| p.fastio_stream(batch_of(b'W', Touch::Page, size, iters)))
         });
+        g.bench_function(BenchmarkId::new("fastio_ring_page", label), |b| {
+            b.iter_custom(|iters| p.ring_stream(batch_of(b'R', Touch::Page, size, iters)))
+        });
     }
 }
 
@@ -214,6 +285,9 @@ fn child(path: &str) {
     let mut sock = connect(path);
     let mut buf: Vec<u8> = Vec::new();
     let mut sum = 0u64;
+    // Stream consumers stay attached across batches: an index that left
+    // would no longer hold its producer back.
+    let mut rings: HashMap<String, StreamConsumer> = HashMap::new();
     while let Some(batch) = Batch::recv(&mut sock) {
         warm.set_wait_spin(spin_budget(batch.cmd));
         let ring = names();
@@ -240,6 +314,15 @@ fn child(path: &str) {
                     sum = sum.wrapping_add(batch.touch.consume(&m));
                     m.free().unwrap();
                 }
+                b'r' | b'y' | b'R' => {
+                    let name = ring_name(batch.cmd, batch.size);
+                    let rx = rings
+                        .entry(name.clone())
+                        .or_insert_with(|| warm.stream_consumer(&name, 0).unwrap());
+                    let f = rx.next(Some(WAIT)).unwrap().unwrap();
+                    sum = sum.wrapping_add(batch.touch.consume(&f));
+                    // Dropping the frame releases its slot: the ack.
+                }
                 other => panic!("unknown batch command {other}"),
             }
         }
@@ -254,7 +337,17 @@ fn main() {
         return;
     }
     let max = SIZES.last().unwrap().0 as u64;
-    let warm = context(2 * max, true);
+    // Room for the streams too: depth-1 rings of every size, and rings of
+    // `STREAM_DEPTH` slots of the stream sizes.
+    let rings: u64 = SIZES
+        .iter()
+        .map(|(s, _)| *s as u64 + (1 << 20))
+        .sum::<u64>()
+        + STREAM_SIZES
+            .iter()
+            .map(|(s, _)| (STREAM_DEPTH as u64) * (*s as u64) + (1 << 20))
+            .sum::<u64>();
+    let warm = context(2 * max + rings, true);
     let cold = context(2 * max, false);
     let consumer = Consumer::start(&[
         ("WARM", warm.handle().to_owned()),
@@ -264,6 +357,7 @@ fn main() {
         warm,
         cold,
         consumer,
+        rings: HashMap::new(),
     };
     let mut c = Criterion::default().configure_from_args();
     let mut g = c.benchmark_group("handoff");

@@ -186,7 +186,7 @@ impl StreamOptions {
     }
 
     /// Bytes of one slot: the largest frame, rounded up to
-    /// [`SLOT_ALIGN`].
+    /// a page (4096 bytes).
     pub fn slot_bytes(&self) -> Option<u64> {
         let elem = Type::primitive(self.element).data_size()? as u64;
         let n = self
