@@ -747,6 +747,8 @@ impl StreamProducer {
         let deadline = deadline(timeout);
         let core = &self.core;
         let space = core.event(h::SPACE_EVENT);
+        // Liveness probes read /proc: only once a wait has lasted a tick.
+        let started = Instant::now();
         let slot = loop {
             if let Some(e) = core.end_error(core.word(h::END).load(Ordering::SeqCst)) {
                 return Err(e);
@@ -761,6 +763,7 @@ impl StreamProducer {
                     if o != 0
                         && o & DETACHED == 0
                         && core.flags & FLAG_CONSUMER_RESTART == 0
+                        && started.elapsed() >= LIVENESS_TICK
                         && !core.ctx.shared.token_alive(o as u32)
                     {
                         // A dead consumer stops holding the ring.
@@ -1046,6 +1049,8 @@ impl StreamConsumer {
         }
         let deadline = deadline(timeout);
         let data = core.event(h::DATA_EVENT);
+        // Liveness probes read /proc: only once a wait has lasted a tick.
+        let started = Instant::now();
         loop {
             let seen = data.current();
             let ring = core.ring();
@@ -1084,7 +1089,10 @@ impl StreamConsumer {
                 return Err(e);
             }
             let producer = core.word(h::PRODUCER).load(Ordering::SeqCst);
-            if producer != 0 && !core.ctx.shared.token_alive(producer as u32) {
+            if producer != 0
+                && started.elapsed() >= LIVENESS_TICK
+                && !core.ctx.shared.token_alive(producer as u32)
+            {
                 // Published before it died? Look once more, then decide.
                 if ring.head() > next {
                     continue;
