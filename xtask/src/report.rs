@@ -545,9 +545,14 @@ fn goals(w: &mut String, groups: &Groups) {
          those three steps alone (on this VM the kernel's page allocation and zeroing in \
          `create` cost the most, then the hole punch; transparent huge pages for shared \
          memory, which would cut both, are off here: see `shmem_enabled` above), and a \
-         context's cache (`cache_limit`) is what avoids them all; a stream pays the \
-         context lock about four times per payload (plus the waits' checks), where \
-         iceoryx2's publisher and subscriber exchange offsets through lock-free queues; \
+         context's cache (`cache_limit`) is what avoids them all; a stream of names \
+         (`fastio_warm_page` in `stream/`) pays the context lock about four times per \
+         payload (plus the waits' checks), where iceoryx2's publisher and subscriber \
+         exchange offsets through lock-free queues; a stream of frames \
+         (`fastio_ring_page`) takes no lock and no allocation per frame, and what \
+         separates it from iceoryx2 at 1 MiB and 64 MiB (within a few percent at \
+         1 MiB, run to run) is not profiled yet: both sides touch one byte per page \
+         of every frame, so page-table and TLB work dominates there; \
          a sleeping wait pays a futex wake-up on each \
          side of the round trip, which dominates small payloads on a VM; a round trip of \
          ours takes the context lock four times (create; publish and release; the \

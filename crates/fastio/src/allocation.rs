@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use dtype::{Primitive, Type};
 
-use crate::context::Shared;
+use crate::engine::Shared;
 use crate::error::{Error, Result};
 use crate::layout::{MAX_DIMS, MAX_TYPE_LEN};
 use crate::names::Meta;

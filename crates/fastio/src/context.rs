@@ -2,30 +2,27 @@
 //! the heap of a pipeline job, created by the job's owner and attached to
 //! by its operators.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use dtype::{Type, TypeKind};
 use ndobject::{Array, AssignErrorMode};
 
 use shm_core::header::HeaderInfo;
-use shm_core::{Offset, Participant, ReadOnlyView, Segment, SegmentOptions, ShmEvent, ShmMutex};
+use shm_core::{Offset, Segment, SegmentOptions};
 
 use crate::allocation::Allocation;
+use crate::engine::Shared;
 use crate::error::{Error, Result};
 use crate::layout::{HEADER_WORDS, Layout, hdr};
 use crate::mapping::MappedPublished;
 use crate::names::validate_name;
-use crate::ops::{Begun, Discard};
+use crate::ops::Begun;
 use crate::options::ContextOptions;
 use crate::recover::Recovery;
-use crate::table::{ACTIVE, CREATING, DOOMED, FREE, Me, Table};
+use crate::table::{ACTIVE, CREATING, DOOMED, FREE, Table};
 
 /// Environment variable that carries a context's handle to operators.
 pub const CONTEXT_ENV: &str = "FASTIO_CONTEXT";
-
-/// Offset of the publication event from the context mutex (which takes 8
-/// bytes; the control words start at 64).
-const PUBLICATION_EVENT: u64 = 8;
 
 /// Counts describing a context's use, from one consistent snapshot.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -49,190 +46,6 @@ pub struct Stats {
     pub recoveries: u64,
 }
 
-/// What a context handle shares with its allocations.
-pub(crate) struct Shared {
-    pub(crate) segment: Segment,
-    /// This process's `PROT_READ` view of the segment: read mappings point
-    /// into it.
-    read_view: ReadOnlyView,
-    /// Published type texts already parsed by this process.
-    /// This process's participant and its cache of parsed types, behind
-    /// one lock (every table operation of the process takes it).
-    local: Mutex<Local>,
-    pub(crate) layout: Layout,
-    mutex_offset: Offset,
-    owner: bool,
-    /// How long this process's waits spin before they sleep, in
-    /// nanoseconds ([`Context::set_wait_spin`]).
-    pub(crate) wait_spin_ns: std::sync::atomic::AtomicU64,
-}
-
-/// What one process keeps per context.
-struct Local {
-    p: Participant,
-    types: TypeCache,
-}
-
-/// Published types this process already parsed, by name slot: `get` on a
-/// name seen before costs a comparison of the type text, not a parse. An
-/// entry is used only when both the publication (name slot and target
-/// record with its generation) and the text read under the lock match.
-#[derive(Default)]
-pub(crate) struct TypeCache(Vec<Option<CachedType>>);
-
-/// One entry of a [`TypeCache`]: name slot, target record, text, type.
-type CachedType = (u32, u64, Box<str>, Type);
-
-impl TypeCache {
-    /// The type published in name slot `slot` for record `target` as
-    /// `text`, parsed once.
-    pub(crate) fn parse(&mut self, slot: u32, target: u64, text: &str) -> Result<Type> {
-        let i = slot as usize;
-        if let Some(Some((s, t, cached, ty))) = self.0.get(i)
-            && *s == slot
-            && *t == target
-            && **cached == *text
-        {
-            return Ok(ty.clone());
-        }
-        let ty = dtype::parse(text)
-            .map_err(|e| Error::corrupt(format!("published type {text:?}: {e}")))?;
-        // `slot` is a validated name slot index, so the cache has at most
-        // one entry per slot of the table.
-        if self.0.len() <= i {
-            self.0.resize(i + 1, None);
-        }
-        self.0[i] = Some((slot, target, text.into(), ty.clone()));
-        Ok(ty)
-    }
-}
-
-/// The tables while the context mutex is held, with the caller's identity
-/// and the blocks to give back before unlocking.
-pub(crate) struct Locked<'a> {
-    pub(crate) t: Table<'a>,
-    pub(crate) me: Me,
-    pub(crate) discards: Vec<Discard>,
-    pub(crate) types: &'a mut TypeCache,
-    p: &'a Participant,
-}
-
-impl Locked<'_> {
-    /// Repairs the tables (see [`Table::recover`]).
-    pub(crate) fn recover(&mut self) -> Result<Recovery> {
-        let p = self.p;
-        let (report, d) = self.t.recover(&mut |token| p.is_alive(token))?;
-        self.discards.extend(d);
-        Ok(report)
-    }
-}
-
-impl Shared {
-    /// Runs `f` on the tables under the context mutex, repairing them first
-    /// if the previous holder died; blocks in `discards` are returned to
-    /// the system before the mutex is released (so none can be reused
-    /// before it is emptied).
-    pub(crate) fn with_table<R>(&self, f: impl FnOnce(&mut Locked<'_>) -> Result<R>) -> Result<R> {
-        let mut local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
-        let Local { p, types } = &mut *local;
-        let p = &*p;
-        let mutex: &ShmMutex = self.segment.at(self.mutex_offset)?;
-        let mut guard = mutex.lock(p)?;
-        let words = self
-            .segment
-            .words(Offset(self.layout.control_offset), self.layout.words)?;
-        let mut locked = Locked {
-            t: Table::new(words, self.layout)?,
-            me: Me {
-                token: p.token(),
-                slot: p.slot(),
-            },
-            discards: Vec::new(),
-            types,
-            p,
-        };
-        let result = if guard.owner_died() {
-            locked.recover().map(|_| guard.mark_consistent())
-        } else {
-            Ok(())
-        };
-        let result = result.and_then(|()| f(&mut locked));
-        for (off, len) in locked.discards {
-            // Best effort: a block that cannot be emptied is only memory
-            // that stays committed.
-            // SAFETY: a block is discarded only once reclaimed: no hold and
-            // no mapping of it is left in any process (the tables say so,
-            // under the mutex we still hold), so no guard or array of this
-            // process references its bytes, and none can be made before the
-            // mutex is released.
-            let _ = unsafe {
-                self.segment
-                    .discard_range(Offset(self.layout.heap_offset + off), len)
-            };
-        }
-        drop(guard);
-        result
-    }
-
-    /// Like [`Shared::with_table`], but when `f` fails for lack of
-    /// capacity or a mapping conflict, recovers what dead processes held
-    /// and, if that changed anything, tries once more.
-    pub(crate) fn with_table_retry<R>(
-        &self,
-        f: impl Fn(&mut Locked<'_>) -> Result<R>,
-    ) -> Result<R> {
-        match self.with_table(&f) {
-            Err(e @ (Error::CapacityExceeded { .. } | Error::MapConflict(_))) => {
-                if self.with_table(|l| l.recover())? == Recovery::default() {
-                    Err(e)
-                } else {
-                    self.with_table(f)
-                }
-            }
-            other => other,
-        }
-    }
-
-    /// This process's participant token (what a stream records as its
-    /// producer's or a consumer's owner).
-    pub(crate) fn token(&self) -> u32 {
-        let local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
-        local.p.token()
-    }
-
-    /// Whether the participant with `token` is alive (kernel-held slot
-    /// lock, generation, PID and start time: `shm_core::Participant`).
-    pub(crate) fn token_alive(&self, token: u32) -> bool {
-        let local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
-        local.p.is_alive(token)
-    }
-
-    /// The publication event: bumped by every publish, waited on by
-    /// `wait_for`. It sits after the context mutex, before the control
-    /// words.
-    pub(crate) fn publications(&self) -> Result<&ShmEvent> {
-        Ok(self
-            .segment
-            .at(Offset(self.mutex_offset.get() + PUBLICATION_EVENT))?)
-    }
-
-    /// A bounds-checked pointer to `len` heap bytes at `off`, in the
-    /// read-write mapping when `writable`, else in the `PROT_READ` view.
-    pub(crate) fn heap_ptr(
-        &self,
-        off: u64,
-        len: u64,
-        writable: bool,
-    ) -> Result<std::ptr::NonNull<u8>> {
-        let at = Offset(self.layout.heap_offset + off);
-        Ok(if writable {
-            self.segment.ptr(at, len)?
-        } else {
-            self.read_view.ptr(at, len)?
-        })
-    }
-}
-
 /// A Fast I/O context: named, published, reference-counted shared-memory
 /// allocations of one pipeline job. See the [crate docs](crate).
 ///
@@ -252,7 +65,7 @@ impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Context")
             .field("handle", &self.handle())
-            .field("owner", &self.shared.owner)
+            .field("owner", &self.shared.is_owner())
             .finish()
     }
 }
@@ -316,18 +129,14 @@ impl Context {
         let participant = segment.join()?;
         let read_view = segment.map_read_only()?;
         Ok(Context {
-            shared: Arc::new(Shared {
+            shared: Arc::new(Shared::new(
                 segment,
                 read_view,
-                local: Mutex::new(Local {
-                    p: participant,
-                    types: TypeCache::default(),
-                }),
+                participant,
                 layout,
-                mutex_offset: Offset(data_offset),
-                owner: true,
-                wait_spin_ns: Default::default(),
-            }),
+                Offset(data_offset),
+                true,
+            )),
         })
     }
 
@@ -361,18 +170,14 @@ impl Context {
         let participant = segment.join()?;
         let read_view = segment.map_read_only()?;
         let ctx = Context {
-            shared: Arc::new(Shared {
+            shared: Arc::new(Shared::new(
                 segment,
                 read_view,
-                local: Mutex::new(Local {
-                    p: participant,
-                    types: TypeCache::default(),
-                }),
+                participant,
                 layout,
-                mutex_offset: Offset(data_offset),
-                owner: false,
-                wait_spin_ns: Default::default(),
-            }),
+                Offset(data_offset),
+                false,
+            )),
         };
         ctx.shared.with_table(|l| l.t.check_open())?;
         ctx.recover()?;
@@ -402,7 +207,7 @@ impl Context {
 
     /// Whether this handle created the context.
     pub fn is_owner(&self) -> bool {
-        self.shared.owner
+        self.shared.is_owner()
     }
 
     /// Segment offset and length of the control tables. Not public API:
@@ -605,16 +410,5 @@ impl Context {
             l.t.close();
             Ok(())
         })
-    }
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        if self.owner {
-            let _ = self.with_table(|l| {
-                l.t.close();
-                Ok(())
-            });
-        }
     }
 }

@@ -68,6 +68,7 @@
 
 mod allocation;
 mod context;
+mod engine;
 mod entry;
 mod error;
 mod heap;

@@ -9,11 +9,14 @@
 //! a cast) faults with `SIGSEGV` when written through. The view is made
 //! once per process, so mapping for reading stays free of system calls.
 //!
-//! This is the only module with `unsafe`. Its argument, used by every
+//! With two exceptions this is the only module with `unsafe`: the engine
+//! (`engine.rs`) empties reclaimed blocks (`discard_range`, under the
+//! context mutex), and streams (`stream/mod.rs`) take slot slices from
+//! [`RingRegion`] under the ring's protocol. The argument, used by every
 //! block below:
 //!
 //! * **Validity.** Every process maps the whole context segment once, for
-//!   as long as any [`Shared`](crate::context::Shared) of it exists; each
+//!   as long as any [`Shared`](crate::engine::Shared) of it exists; each
 //!   pointer here comes from `Segment::ptr`, which bounds-checks the range
 //!   against that mapping, and each guard or array owner keeps the
 //!   `Shared` (through its `Allocation`) alive. The memory is never

@@ -150,8 +150,40 @@ fn child_entry() {
                 e => panic!("expected StreamPoisoned, got {e}"),
             }
         }
+        // Reads `FRAMES` frames; its resident set after 10,000 and at
+        // the end must not differ by more than 1 MiB (no per-frame leak).
+        "rss" => {
+            let mut rx = ctx.stream_consumer(&name, 0).unwrap();
+            let n: u64 = var("FRAMES").parse().unwrap();
+            let mut at_10k = 0;
+            for i in 0..n {
+                let f = rx.next(LONG).unwrap().unwrap();
+                assert_eq!(f.seq(), i);
+                std::hint::black_box(f.bytes()[f.len() / 2]);
+                drop(f);
+                if i == 10_000 {
+                    at_10k = rss_kib();
+                }
+            }
+            let end = rss_kib();
+            assert!(
+                end <= at_10k + 1024,
+                "consumer RSS grew from {at_10k} KiB to {end} KiB over {n} frames"
+            );
+            println!("rss: {at_10k} KiB -> {end} KiB");
+        }
         other => panic!("unknown role {other}"),
     }
+}
+
+/// This process's resident set (KiB), from `/proc/self/status`.
+fn rss_kib() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
 }
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(&'static str, String)> {
@@ -591,4 +623,24 @@ fn a_frame_kept_depth_frames_long_makes_next_an_error_not_a_hang() {
     drop(kept);
     tx.next_slot(LONG).unwrap().publish().unwrap();
     assert_eq!(rx.next(LONG).unwrap().unwrap().seq(), 2);
+}
+
+#[test]
+fn a_consumer_stays_flat_over_100000_frames() {
+    let ctx = context(8 << 20);
+    ctx.declare_stream("flat", &opts().depth(4)).unwrap();
+    let mut rx = spawn(
+        ENTRY,
+        &ctx,
+        "rss",
+        &env(&[("STREAM", "flat"), ("FRAMES", "100000")]),
+    );
+    let mut tx = ctx.stream_producer("flat").unwrap();
+    for _ in 0..100_000 {
+        let mut s = tx.next_slot(LONG).unwrap();
+        s.bytes_mut()[0] = 1;
+        s.publish().unwrap();
+    }
+    tx.end().unwrap();
+    assert!(rx.success());
 }
