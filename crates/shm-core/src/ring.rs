@@ -43,7 +43,9 @@
 //!    frame up as dropped, or the producer sees the holding and leaves the
 //!    slot alone. A held frame is never overwritten, and the producer never
 //!    waits.
-//! 5. Every value read from shared memory is checked before use: the
+//! 5. Every value read from shared memory is checked before use (and
+//!    frame numbers, which another process may have scribbled, only ever
+//!    meet wrapping or saturating arithmetic here): the
 //!    header against the region's length when a handle is made, slot
 //!    indexes, lengths and shapes against the header when a frame is read.
 
@@ -233,7 +235,7 @@ pub fn control_words(depth: usize, consumers: usize, overflow: Overflow) -> Opti
 
 /// A position entry: frame `seq` in slot `slot` (0: none).
 fn entry(seq: u64, slot: usize) -> u64 {
-    ((seq + 1) << 16) | slot as u64
+    (seq.wrapping_add(1) << 16) | slot as u64
 }
 
 /// The frame and slot of a position entry.
@@ -485,7 +487,7 @@ impl<'a, W: Word> Ring<'a, W> {
         if self.overflow == Overflow::DropOldest {
             self.position(n).store(entry(n, slot), Ordering::SeqCst);
         }
-        self.w[h::HEAD].store(n + 1, Ordering::SeqCst);
+        self.w[h::HEAD].store(n.wrapping_add(1), Ordering::SeqCst);
     }
 
     /// Consumer `i` looks at its next frame `next`.
@@ -530,9 +532,9 @@ impl<'a, W: Word> Ring<'a, W> {
                 // Overwritten: go on from the oldest frame still in the
                 // positions.
                 let head = self.w[h::HEAD].load(Ordering::SeqCst);
-                let to = head.saturating_sub(self.depth).max(next + 1);
+                let to = head.saturating_sub(self.depth).max(next.saturating_add(1));
                 self.cw(i, c::DROPPED)
-                    .fetch_add(to - next, Ordering::Relaxed);
+                    .fetch_add(to.wrapping_sub(next), Ordering::Relaxed);
                 self.cw(i, c::NEXT).store(to, Ordering::Release);
                 Ok(Poll::Skipped(to))
             }
@@ -542,7 +544,7 @@ impl<'a, W: Word> Ring<'a, W> {
     /// Consumer `i` is done with frame `seq` and every one before it
     /// (invariants 3 and 4).
     pub fn release(&self, i: usize, seq: u64) {
-        self.release_to(i, seq + 1);
+        self.release_to(i, seq.saturating_add(1));
     }
 
     /// Consumer `i` is done with every frame below `next` (a consumer that

@@ -867,7 +867,7 @@ impl StreamProducer {
         }
         ring.publish(seq, k);
         core.event(h::DATA_EVENT).notify();
-        self.next = seq + 1;
+        self.next = seq.wrapping_add(1);
         self.last = k;
         Ok(())
     }
@@ -1064,13 +1064,16 @@ impl StreamConsumer {
                     let frame = match Frame::read(sh, seq, slot) {
                         Ok(f) => f,
                         Err(e) => {
-                            ring.release_to(sh.index, held.first().copied().unwrap_or(seq + 1));
-                            sh.read.store(seq + 1, Ordering::Release);
+                            ring.release_to(
+                                sh.index,
+                                held.first().copied().unwrap_or(seq.saturating_add(1)),
+                            );
+                            sh.read.store(seq.saturating_add(1), Ordering::Release);
                             return Err(e);
                         }
                     };
                     held.insert(seq);
-                    sh.read.store(seq + 1, Ordering::Release);
+                    sh.read.store(seq.saturating_add(1), Ordering::Release);
                     return Ok(Some(frame));
                 }
                 Poll::Skipped(to) => {
