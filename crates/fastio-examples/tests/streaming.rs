@@ -296,3 +296,96 @@ fn an_operator_that_errors_out_is_blamed_not_the_sink_that_saw_its_poison_first(
         "{lines:#?}"
     );
 }
+
+/// Processes whose environment holds `STORM_MARK=mark` and
+/// `FASTIO_OPERATOR=op`.
+fn pids_of(mark: &str, op: &str) -> Vec<i32> {
+    let want = [
+        format!("STORM_MARK={mark}"),
+        format!("FASTIO_OPERATOR={op}"),
+    ];
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                let vars: Vec<&[u8]> = env.split(|&b| b == 0).collect();
+                want.iter().all(|w| vars.contains(&w.as_bytes()))
+            })
+        })
+        .collect()
+}
+
+/// SIGKILLs of the source and the stage at random moments, with restarts:
+/// the run succeeds, and the sink (which checks every word and the order)
+/// sees every frame exactly once.
+#[test]
+fn a_kill_storm_through_the_driver_loses_and_repeats_nothing() {
+    let mark = format!("{}", std::process::id());
+    let vars = format!("STORM_MARK: '{mark}'");
+    let yaml = pipeline(
+        &[
+            op(
+                "src",
+                "source",
+                &[],
+                Some("v"),
+                &format!("{vars}, PAUSE_US: 400"),
+            ),
+            op("mid", "stage", &["src/v"], Some("w"), &vars),
+            op(
+                "sink",
+                "sink",
+                &["mid/w"],
+                None,
+                &format!("{vars}, EXPECT_FRAMES: 3000"),
+            ),
+        ],
+        &format!(
+            "  depth: 3\n  frames: 3000\n{}  restart:\n    src: {{policy: on-failure, limit: 40}}\n    mid: {{policy: on-failure, limit: 40}}\n",
+            max_shapes(&["src/v", "mid/w"])
+        ),
+    );
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let killer = {
+        let done = done.clone();
+        let mark = mark.clone();
+        std::thread::spawn(move || {
+            let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+            let mut next = move || {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng
+            };
+            let mut kills = 0;
+            let t0 = Instant::now();
+            while kills < 12 && t0.elapsed() < Duration::from_secs(60) {
+                if done.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(40 + next() % 80));
+                let who = if next() % 2 == 0 { "src" } else { "mid" };
+                if let Some(&pid) = pids_of(&mark, who).first() {
+                    let _ = std::process::Command::new("kill")
+                        .args(["-9", &pid.to_string()])
+                        .status();
+                    kills += 1;
+                }
+            }
+            kills
+        })
+    };
+    let (r, lines) = run(&yaml);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let kills = killer.join().unwrap();
+    assert!(r.succeeded(), "{:?}\n{lines:#?}", r.failure);
+    assert!(kills >= 3, "only {kills} kills landed");
+    let restarts: u32 = r.operators.iter().map(|o| o.restarts).sum();
+    assert!(restarts >= 3, "{restarts} restarts for {kills} kills");
+    assert!(
+        lines.contains(&"[sink] sink: 3000 frames".to_owned()),
+        "{lines:#?}"
+    );
+}

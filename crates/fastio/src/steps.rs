@@ -150,6 +150,9 @@ pub struct Steps {
     tally: Arc<Mutex<Tally>>,
     live: Arc<AtomicBool>,
     done: bool,
+    /// The last source frame this operator's outputs delivered before it
+    /// was restarted: inputs up to it are skipped.
+    delivered: Option<u64>,
 }
 
 impl Operator {
@@ -180,7 +183,22 @@ impl Operator {
             let producer = ctx.stream_producer(&plan.entries[*e].key)?;
             outputs.push((local.clone(), Arc::new(Mutex::new(producer))));
         }
+        // Taking a dead operator's place: a source goes on numbering where
+        // it stopped; a stage skips the source frames its outputs already
+        // delivered (it may have published and died before releasing its
+        // inputs), so downstream sees each frame once.
+        let next_out = outputs.iter().map(|(_, p)| lock(p).next_seq()).max();
+        let delivered = outputs
+            .iter()
+            .map(|(_, p)| lock(p).last_source_seq())
+            .min()
+            .flatten();
         let tally = Tally {
+            steps: if inputs.is_empty() {
+                next_out.unwrap_or(0)
+            } else {
+                0
+            },
             frames_in: vec![0; inputs.len()],
             skipped: vec![0; inputs.len()],
             latency: (0..inputs.len()).map(|_| Samples::default()).collect(),
@@ -188,6 +206,7 @@ impl Operator {
             ..Tally::default()
         };
         let source = inputs.is_empty();
+        let outputs_empty = outputs.is_empty();
         Ok(Steps {
             ctx,
             operator: op.name.clone(),
@@ -201,6 +220,7 @@ impl Operator {
             tally: Arc::new(Mutex::new(tally)),
             live: Arc::new(AtomicBool::new(false)),
             done: false,
+            delivered: if outputs_empty { None } else { delivered },
         })
     }
 }
@@ -280,6 +300,17 @@ impl Steps {
                 }
             }
             if !moved {
+                // Already delivered by the operator this one replaces.
+                if self.delivered.is_some_and(|d| target <= d) {
+                    for (k, (_, c)) in self.inputs.iter_mut().enumerate() {
+                        frames[k] = None;
+                        match c.next(None)? {
+                            Some(f) => frames[k] = Some(f),
+                            None => return Ok(None),
+                        }
+                    }
+                    continue;
+                }
                 return Ok(Some(frames.into_iter().flatten().collect()));
             }
         }

@@ -711,6 +711,28 @@ impl StreamProducer {
         self.next
     }
 
+    /// The source frame of the last frame published (by this producer or
+    /// one before it), if any: a producer that takes a dead one's place
+    /// skips what was already delivered.
+    pub fn last_source_seq(&self) -> Option<u64> {
+        let last = self.next.checked_sub(1)?;
+        let ring = self.core.ring();
+        let slot = match self.core.overflow {
+            Overflow::Block => (last % self.core.depth) as usize,
+            Overflow::DropOldest => return self.last_source_drop_oldest(last),
+        };
+        (ring.sw(slot, s::SEQ).load(Ordering::Acquire) == last)
+            .then(|| ring.sw(slot, s::SOURCE_SEQ).load(Ordering::Relaxed))
+    }
+
+    fn last_source_drop_oldest(&self, last: u64) -> Option<u64> {
+        let ring = self.core.ring();
+        (0..ring.slots()).find_map(|k| {
+            (ring.sw(k, s::SEQ).load(Ordering::Acquire) == last)
+                .then(|| ring.sw(k, s::SOURCE_SEQ).load(Ordering::Relaxed))
+        })
+    }
+
     /// The element type of every frame.
     pub fn element(&self) -> Primitive {
         self.core.element
