@@ -457,7 +457,17 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
             Progress::Streams(rates) => {
                 let line = rates
                     .iter()
-                    .map(|r| format!("{} {:.0} fps ({} frames)", r.entry, r.fps, r.frames))
+                    .map(|r| match r.latency_ns {
+                        Some([p50, p99]) => format!(
+                            "{} {:.0} fps, {:.2}/{:.2} ms p50/p99 ({} frames)",
+                            r.entry,
+                            r.fps,
+                            p50 as f64 / 1e6,
+                            p99 as f64 / 1e6,
+                            r.frames
+                        ),
+                        None => format!("{} {:.0} fps ({} frames)", r.entry, r.fps, r.frames),
+                    })
                     .collect::<Vec<_>>()
                     .join(" | ");
                 match &bar {

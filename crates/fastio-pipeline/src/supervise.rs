@@ -300,11 +300,21 @@ impl LocalDriver {
                 let st = ctx.stream_status(&e.key).ok()?;
                 let fps = (st.head.saturating_sub(*last)) as f64 / secs.max(1e-3);
                 *last = st.head;
+                // The age of its frames when its first consumer took them.
+                let latency_ns = e.consumers.first().and_then(|&c| {
+                    let op = &self.pipeline.plan.operators[c];
+                    let k = op
+                        .inputs
+                        .iter()
+                        .position(|(_, x)| self.pipeline.plan.entries[*x].key == e.key)?;
+                    stats_of(ctx, &op.name)?.latency_ns.get(k).copied()
+                });
                 Some(StreamRate {
                     entry: e.name.clone(),
                     frames: st.head,
                     fps,
                     dropped: st.consumers.iter().map(|c| c.dropped).sum(),
+                    latency_ns,
                 })
             })
             .collect()
@@ -327,4 +337,7 @@ pub struct StreamRate {
     pub fps: f64,
     /// Frames its consumers lost to `drop-oldest`.
     pub dropped: u64,
+    /// The age of its frames (p50, p99, ns) when its first consumer took
+    /// them, from that operator's statistics (published every second).
+    pub latency_ns: Option<[u64; 2]>,
 }

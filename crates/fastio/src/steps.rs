@@ -30,8 +30,9 @@
 //!   output that was never asked for is skipped for that frame.
 //! * A loop abandoned before its end (an error, a panic) fails its outputs;
 //!   [`Steps::end`] ends them early on purpose.
-//! * At the end the loop publishes the operator's statistics
-//!   ([`OperatorStats`]) in the context for the driver's summary.
+//! * The loop publishes the operator's statistics ([`OperatorStats`]) in
+//!   the context every [`STATS_EVERY`] and at the end, for the driver's
+//!   live line and summary.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -47,6 +48,10 @@ use crate::stream::{Frame, StreamConsumer, StreamProducer};
 /// Prefix of the name an operator's statistics are published under:
 /// `fastio.stats/<operator, lower case>`.
 pub const STATS_PREFIX: &str = "fastio.stats/";
+
+/// How often a running loop publishes its statistics (for the driver's
+/// live line and for watchers).
+pub const STATS_EVERY: Duration = Duration::from_secs(1);
 
 /// Samples kept per statistic (a reservoir beyond that).
 const SAMPLES: usize = 1 << 16;
@@ -153,6 +158,8 @@ pub struct Steps {
     /// The last source frame this operator's outputs delivered before it
     /// was restarted: inputs up to it are skipped.
     delivered: Option<u64>,
+    /// When the statistics were last published.
+    stats_at: Instant,
 }
 
 impl Operator {
@@ -221,6 +228,7 @@ impl Operator {
             live: Arc::new(AtomicBool::new(false)),
             done: false,
             delivered: if outputs_empty { None } else { delivered },
+            stats_at: Instant::now(),
         })
     }
 }
@@ -326,6 +334,10 @@ impl Iterator for Steps {
         }
         if self.live.load(Ordering::Acquire) {
             return Some(Err(Error::FrameHeld(self.operator.clone())));
+        }
+        if self.stats_at.elapsed() >= STATS_EVERY {
+            let _ = self.publish_stats();
+            self.stats_at = Instant::now();
         }
         let (seq, timestamp_ns, frames) = if self.inputs.is_empty() {
             let steps = lock(&self.tally).steps;
