@@ -88,6 +88,21 @@ fn command(exe: &Path) -> String {
     format!("[{}]", parts.join(", "))
 }
 
+/// Runs the pipeline `yaml` with the local driver: its report and every
+/// output line as `[operator] text`.
+fn run(yaml: &str) -> (fastio_pipeline::RunReport, Vec<String>) {
+    let def = Definition::parse("c.yaml", yaml, &[]).unwrap();
+    let lines = std::sync::Mutex::new(Vec::new());
+    let report = LocalDriver::new(def.pipeline, RunOptions::default())
+        .run(|p| {
+            if let fastio_pipeline::Progress::Line { operator, text, .. } = p {
+                lines.lock().unwrap().push(format!("[{operator}] {text}"));
+            }
+        })
+        .unwrap();
+    (report, lines.into_inner().unwrap())
+}
+
 #[test]
 fn clara_style_c_operators_in_a_pipeline() {
     let producer = compile("producer");
@@ -108,16 +123,7 @@ operators:
         command(&producer),
         command(&consumer)
     );
-    let def = Definition::parse("c.yaml", &yaml, &[]).unwrap();
-    let lines = std::sync::Mutex::new(Vec::new());
-    let report = LocalDriver::new(def.pipeline, RunOptions::default())
-        .run(|p| {
-            if let fastio_pipeline::Progress::Line { operator, text, .. } = p {
-                lines.lock().unwrap().push(format!("[{operator}] {text}"));
-            }
-        })
-        .unwrap();
-    let lines = lines.into_inner().unwrap();
+    let (report, lines) = run(&yaml);
     assert!(report.succeeded(), "{report:?}\n{lines:#?}");
     assert!(
         lines.contains(&"[c-producer] produced".to_owned()),
@@ -159,16 +165,7 @@ operators:
         command(&producer),
         command(&consumer)
     );
-    let def = Definition::parse("c.yaml", &yaml, &[]).unwrap();
-    let lines = std::sync::Mutex::new(Vec::new());
-    let report = LocalDriver::new(def.pipeline, RunOptions::default())
-        .run(|p| {
-            if let fastio_pipeline::Progress::Line { operator, text, .. } = p {
-                lines.lock().unwrap().push(format!("[{operator}] {text}"));
-            }
-        })
-        .unwrap();
-    let lines = lines.into_inner().unwrap();
+    let (report, lines) = run(&yaml);
     assert!(report.succeeded(), "{report:?}\n{lines:#?}");
     assert!(
         lines.contains(&"[maker] produced every kind".to_owned()),
@@ -225,16 +222,7 @@ streaming:
 ",
         stage = command(&stage),
     );
-    let def = Definition::parse("c.yaml", &yaml, &[]).unwrap();
-    let lines = std::sync::Mutex::new(Vec::new());
-    let report = LocalDriver::new(def.pipeline, RunOptions::default())
-        .run(|p| {
-            if let fastio_pipeline::Progress::Line { operator, text, .. } = p {
-                lines.lock().unwrap().push(format!("[{operator}] {text}"));
-            }
-        })
-        .unwrap();
-    let lines = lines.into_inner().unwrap();
+    let (report, lines) = run(&yaml);
     assert!(report.succeeded(), "{report:?}\n{lines:#?}\n{yaml}");
     assert!(
         lines.contains(&"[c] c stage: 300 frames".to_owned()),

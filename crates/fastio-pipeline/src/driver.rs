@@ -210,6 +210,68 @@ pub(crate) struct Running {
     pub(crate) stopped: bool,
 }
 
+impl Running {
+    /// An operator started just now as `pid`.
+    pub(crate) fn new(pid: i32) -> Running {
+        Running {
+            pid,
+            started: Instant::now(),
+            term_sent: None,
+            timed_out: false,
+            stopped: false,
+        }
+    }
+}
+
+impl OperatorReport {
+    /// The report of an operator that has not run yet.
+    pub(crate) fn not_run(name: &str) -> OperatorReport {
+        OperatorReport {
+            name: name.to_owned(),
+            outcome: Outcome::NotRun,
+            wall: Duration::ZERO,
+            cpu: Duration::ZERO,
+            peak_rss_kib: 0,
+            bytes_shared: 0,
+            stderr_tail: Vec::new(),
+            frames: None,
+            restarts: 0,
+        }
+    }
+}
+
+/// Passes on a line of an operator, keeping the last stderr lines in its
+/// report (for the failure message).
+pub(crate) fn line(
+    progress: &mut dyn FnMut(Progress),
+    rep: &mut OperatorReport,
+    stderr: bool,
+    text: String,
+) {
+    if stderr {
+        rep.stderr_tail.push(text.clone());
+        if rep.stderr_tail.len() > STDERR_TAIL {
+            rep.stderr_tail.remove(0);
+        }
+    }
+    progress(Progress::Line {
+        operator: rep.name.clone(),
+        stderr,
+        text,
+    });
+}
+
+/// Passes on the lines the last children printed after they exited.
+pub(crate) fn late_lines(
+    rx: &Receiver<Event>,
+    progress: &mut dyn FnMut(Progress),
+    reports: &mut [OperatorReport],
+) {
+    while let Ok(Event::Line(i, stderr, text)) = rx.try_recv() {
+        line(progress, &mut reports[i], stderr, text);
+    }
+}
+
 /// Runs a validated pipeline on this machine.
 #[derive(Debug)]
 pub struct LocalDriver {
@@ -371,17 +433,7 @@ impl LocalDriver {
             .collect();
         let mut reports: Vec<OperatorReport> = ops
             .iter()
-            .map(|o| OperatorReport {
-                name: o.name.clone(),
-                outcome: Outcome::NotRun,
-                wall: Duration::ZERO,
-                cpu: Duration::ZERO,
-                peak_rss_kib: 0,
-                bytes_shared: 0,
-                stderr_tail: Vec::new(),
-                frames: None,
-                restarts: 0,
-            })
+            .map(|o| OperatorReport::not_run(&o.name))
             .collect();
         let mut done = vec![false; n];
         let mut started = vec![false; n];
@@ -407,16 +459,7 @@ impl LocalDriver {
                     match self.spawn(i, &handle, &dirs, &tx) {
                         Ok(pid) => {
                             progress(Progress::Started(ops[i].name.clone()));
-                            running.insert(
-                                i,
-                                Running {
-                                    pid,
-                                    started: Instant::now(),
-                                    term_sent: None,
-                                    timed_out: false,
-                                    stopped: false,
-                                },
-                            );
+                            running.insert(i, Running::new(pid));
                         }
                         Err(e) => {
                             done[i] = true;
@@ -435,18 +478,7 @@ impl LocalDriver {
             }
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(Event::Line(i, stderr, text)) => {
-                    if stderr {
-                        let tail = &mut reports[i].stderr_tail;
-                        tail.push(text.clone());
-                        if tail.len() > STDERR_TAIL {
-                            tail.remove(0);
-                        }
-                    }
-                    progress(Progress::Line {
-                        operator: ops[i].name.clone(),
-                        stderr,
-                        text,
-                    });
+                    line(progress, &mut reports[i], stderr, text);
                 }
                 Ok(Event::Exited(i, status, usage)) => {
                     let Some(r) = running.remove(&i) else {
@@ -475,14 +507,7 @@ impl LocalDriver {
             }
             stopping |= self.escalate(&mut running, stopping);
         }
-        // Late lines of the last children.
-        while let Ok(Event::Line(i, stderr, text)) = rx.try_recv() {
-            progress(Progress::Line {
-                operator: ops[i].name.clone(),
-                stderr,
-                text,
-            });
-        }
+        late_lines(&rx, progress, &mut reports);
         let interrupted = interrupted.load(Ordering::Relaxed);
         if interrupted && failure.is_none() {
             failure = Some(("driver".into(), "interrupted".into()));

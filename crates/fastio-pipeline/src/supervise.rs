@@ -23,7 +23,7 @@ use fastio::{Context, OperatorStats};
 use crate::driver::Dirs;
 use crate::driver::{
     DriverError, Event, LocalDriver, OperatorReport, Outcome, Progress, RunReport, Running,
-    account, describe,
+    account, describe, late_lines, line,
 };
 
 /// How often the driver reports the streams' progress.
@@ -53,17 +53,7 @@ impl LocalDriver {
         let handle = ctx.handle_for_children()?;
         let mut reports: Vec<OperatorReport> = ops
             .iter()
-            .map(|o| OperatorReport {
-                name: o.name.clone(),
-                outcome: Outcome::NotRun,
-                wall: Duration::ZERO,
-                cpu: Duration::ZERO,
-                peak_rss_kib: 0,
-                bytes_shared: 0,
-                stderr_tail: Vec::new(),
-                frames: None,
-                restarts: 0,
-            })
+            .map(|o| OperatorReport::not_run(&o.name))
             .collect();
         let (tx, rx): (Sender<Event>, Receiver<Event>) = unbounded();
         let mut running: BTreeMap<usize, Running> = BTreeMap::new();
@@ -95,18 +85,7 @@ impl LocalDriver {
         while !running.is_empty() {
             match rx.recv_timeout(Duration::from_millis(50)) {
                 Ok(Event::Line(i, stderr, text)) => {
-                    if stderr {
-                        let tail = &mut reports[i].stderr_tail;
-                        tail.push(text.clone());
-                        if tail.len() > 10 {
-                            tail.remove(0);
-                        }
-                    }
-                    progress(Progress::Line {
-                        operator: ops[i].name.clone(),
-                        stderr,
-                        text,
-                    });
+                    line(progress, &mut reports[i], stderr, text);
                 }
                 Ok(Event::Exited(i, status, usage)) => {
                     let Some(r) = running.remove(&i) else {
@@ -179,13 +158,7 @@ impl LocalDriver {
                 progress(Progress::Streams(self.stream_rates(&ctx, &mut heads, secs)));
             }
         }
-        while let Ok(Event::Line(i, stderr, text)) = rx.try_recv() {
-            progress(Progress::Line {
-                operator: ops[i].name.clone(),
-                stderr,
-                text,
-            });
-        }
+        late_lines(&rx, progress, &mut reports);
         for (i, rep) in reports.iter_mut().enumerate() {
             rep.frames = stats_of(&ctx, &ops[i].name);
         }
@@ -219,7 +192,7 @@ impl LocalDriver {
         // Secondary failures (poisoned by the first) are `Stopped`.
         if failure.is_some() {
             for r in &mut reports {
-                if matches!(r.outcome, Outcome::Failed(_)) && !r.name.is_empty() {
+                if matches!(r.outcome, Outcome::Failed(_)) {
                     let first = failure.as_ref().is_some_and(|(n, _)| n == &r.name);
                     if !first {
                         r.outcome = Outcome::Stopped;
@@ -247,14 +220,7 @@ impl LocalDriver {
         dirs: &Dirs,
         tx: &Sender<Event>,
     ) -> Result<Running, DriverError> {
-        let pid = self.spawn(i, handle, dirs, tx)?;
-        Ok(Running {
-            pid,
-            started: Instant::now(),
-            term_sent: None,
-            timed_out: false,
-            stopped: false,
-        })
+        Ok(Running::new(self.spawn(i, handle, dirs, tx)?))
     }
 
     /// Fails every stream from its next frame: every operator's loop ends.

@@ -717,16 +717,7 @@ impl StreamProducer {
     pub fn last_source_seq(&self) -> Option<u64> {
         let last = self.next.checked_sub(1)?;
         let ring = self.core.ring();
-        let slot = match self.core.overflow {
-            Overflow::Block => (last % self.core.depth) as usize,
-            Overflow::DropOldest => return self.last_source_drop_oldest(last),
-        };
-        (ring.sw(slot, s::SEQ).load(Ordering::Acquire) == last)
-            .then(|| ring.sw(slot, s::SOURCE_SEQ).load(Ordering::Relaxed))
-    }
-
-    fn last_source_drop_oldest(&self, last: u64) -> Option<u64> {
-        let ring = self.core.ring();
+        // The slot whose record holds that frame (any overflow mode).
         (0..ring.slots()).find_map(|k| {
             (ring.sw(k, s::SEQ).load(Ordering::Acquire) == last)
                 .then(|| ring.sw(k, s::SOURCE_SEQ).load(Ordering::Relaxed))
