@@ -7,7 +7,9 @@
 //! ndobject's copies and casts, the Python package beside the steady
 //! state.
 //!
-//! `cargo xtask bench params` runs only the params-io bench.
+//! `cargo xtask bench params` runs only the params-io bench;
+//! `cargo xtask bench chain` only the stream chain beside dora-rs
+//! ([`crate::bench_chain`]).
 //! `cargo xtask bench --report` runs everything and writes
 //! `docs/bench/README.md` and its plots ([`crate::report`]).
 
@@ -53,6 +55,15 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
     if report && !extra.is_empty() {
         return Err("`bench --report` runs every group; it takes no filter".into());
     }
+    if extra.first().is_some_and(|a| a == "chain") {
+        let mut out = String::new();
+        let peers = crate::bench_chain::run(false, &mut out)?;
+        print!("{out}");
+        for p in &peers {
+            println!("peer {}: {}", p.name, p.status);
+        }
+        return Ok(());
+    }
     let started = SystemTime::now();
     let (mut args, filter) = match extra.split_first() {
         Some((first, rest)) if first == "params" => (
@@ -97,12 +108,24 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
     if groups.contains_key("steady_state") {
         peers.push(bench_peers::python_beside(&groups, report, &mut beside)?);
     }
-    print!("{params}{beside}");
+    let mut chain = String::new();
+    if report {
+        peers.extend(crate::bench_chain::run(report, &mut chain)?);
+    }
+    print!("{params}{beside}{chain}");
     for p in &peers {
         println!("peer {}: {}", p.name, p.status);
     }
     if report {
-        crate::report::write(&groups, &peers, &params, &beside)?;
+        crate::report::write(
+            &groups,
+            &peers,
+            &crate::report::Sections {
+                params: &params,
+                beside: &beside,
+                chain: &chain,
+            },
+        )?;
     }
     Ok(())
 }

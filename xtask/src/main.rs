@@ -4,6 +4,7 @@
 //! the workspace root, and stops at the first failure with its output.
 
 mod bench;
+mod bench_chain;
 mod bench_params;
 mod bench_peers;
 mod blaze;
@@ -28,7 +29,7 @@ commands:
   ci                         fmt, clippy, tests, shm leak check, docs, package, Blaze check, TVM interop, numpy diff, loom, miri, fuzz
   miri                       unit tests of the crates that contain unsafe, under Miri
   fuzz [--seconds N] [TARGET] run the cargo-fuzz targets (default 60 s each)
-  bench [params] [FILTER]    run the benchmarks and the peers beside them (or only params-io's, beside TVM's loader), print ratios
+  bench [params|chain] [FILTER]  run the benchmarks and the peers beside them (or only params-io's, beside TVM's loader; or only the stream chain, beside dora-rs), print ratios
   bench --report             run every benchmark and peer, write docs/bench/README.md with SVG plots
   blaze                      check our canonical datashapes against Blaze's datashape package
   interop                    exchange params files with Apache TVM (PyPI) in both directions

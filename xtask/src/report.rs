@@ -37,21 +37,29 @@ const HANDOFF_ORDER: [&str; 13] = [
 /// One point of a latency or throughput plot: payload bytes and a value.
 type Series = Vec<(String, Vec<(f64, f64)>)>;
 
+/// The report's sections measured outside criterion, as text.
+pub(crate) struct Sections<'a> {
+    /// Parameter files beside TVM and numpy (markdown).
+    pub(crate) params: &'a str,
+    /// numpy and the Python package beside Rust.
+    pub(crate) beside: &'a str,
+    /// The stream chain beside dora-rs.
+    pub(crate) chain: &'a str,
+}
+
 pub(crate) fn write(
     groups: &Groups,
     peers: &[Peer],
-    params: &str,
-    beside: &str,
+    sections: &Sections<'_>,
 ) -> Result<(), String> {
-    write_to(&root().join(DIR), groups, peers, params, beside)
+    write_to(&root().join(DIR), groups, peers, sections)
 }
 
 fn write_to(
     dir: &Path,
     groups: &Groups,
     peers: &[Peer],
-    params: &str,
-    beside: &str,
+    sections: &Sections<'_>,
 ) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
     let handoff = by_function(groups, "handoff/");
@@ -105,7 +113,7 @@ fn write_to(
         )?;
         plots.push("stream.svg");
     }
-    let md = markdown(groups, peers, params, beside, &handoff, &stream, &plots);
+    let md = markdown(groups, peers, sections, &handoff, &stream, &plots);
     let path = dir.join("README.md");
     std::fs::write(&path, md).map_err(|e| format!("write {}: {e}", path.display()))?;
     println!("report: wrote {} and {} plots", path.display(), plots.len());
@@ -289,8 +297,7 @@ fn peer<'a>(rs: &'a [Measured], prefix: &str, function: &str) -> Option<&'a Meas
 fn markdown(
     groups: &Groups,
     peers: &[Peer],
-    params: &str,
-    beside: &str,
+    sections: &Sections<'_>,
     handoff: &BTreeMap<String, Vec<&Measured>>,
     stream: &BTreeMap<String, Vec<&Measured>>,
     plots: &[&str],
@@ -351,7 +358,7 @@ fn markdown(
         }
         size_tables(w, groups, "stream/", false);
     }
-    w.push_str(params);
+    w.push_str(sections.params);
     let _ = writeln!(w, "## Every other group\n");
     for (g, rs) in groups {
         if g.starts_with("handoff/") || g.starts_with("stream/") {
@@ -377,11 +384,19 @@ fn markdown(
         }
         let _ = writeln!(w);
     }
-    if !beside.is_empty() {
+    if !sections.chain.is_empty() {
+        let _ = writeln!(
+            w,
+            "## A stream chain beside dora-rs\n\nWhole pipelines (`cargo xtask bench chain`; \
+             xtask/src/bench_chain.rs says how), in this run:\n\n```text\n{}```\n",
+            sections.chain.trim_start_matches('\n')
+        );
+    }
+    if !sections.beside.is_empty() {
         let _ = writeln!(
             w,
             "## Beside the Python peers (TVM, numpy, Python)\n\n```text\n{}```\n",
-            beside
+            sections.beside
         );
     }
     s
@@ -617,8 +632,11 @@ mod tests {
             &dir,
             &groups,
             &peers,
-            "## Parameter files beside TVM and numpy\n",
-            "numpy beside\n",
+            &Sections {
+                params: "## Parameter files beside TVM and numpy\n",
+                beside: "numpy beside\n",
+                chain: "\n  64KiB  dora-rs chain\n",
+            },
         )
         .unwrap();
         let md = std::fs::read_to_string(dir.join("README.md")).unwrap();
@@ -647,6 +665,8 @@ mod tests {
         assert!(md.contains("not measured in this run"));
         assert!(md.contains("×14.00 of baseline_vec"));
         assert!(md.contains("numpy beside"));
+        assert!(md.contains("## A stream chain beside dora-rs\n"));
+        assert!(md.contains("```text\n  64KiB  dora-rs chain\n```"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -389,3 +389,44 @@ fn a_kill_storm_through_the_driver_loses_and_repeats_nothing() {
         "{lines:#?}"
     );
 }
+
+/// The chain bench's Rust operator (`fio-chainop`, what `cargo xtask bench
+/// chain` runs against dora-rs) passes every frame whole and in order,
+/// and its sink writes what the bench reads.
+#[test]
+fn chain_bench_operators_deliver_every_frame_whole_and_in_order() {
+    let chainop = env!("CARGO_BIN_EXE_fio-chainop");
+    let dir = std::env::temp_dir().join(format!("chain-op-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let result = dir.join("result.txt");
+    let port = "{name: frame, type: array, element-type: uint8, shape: [65536]}";
+    let input = "{from: FROM, name: frame, type: array, element-type: uint8, shape: [65536]}";
+    let yaml = format!(
+        "api-version: 0.5.0\nname: chain\noperators:\n\
+         - name: source\n  container: {{image: local, command: [{chainop}, source]}}\n  output: [{port}]\n\
+         - name: stage\n  container: {{image: local, command: [{chainop}, stage]}}\n  input: [{}]\n  output: [{port}]\n\
+         - name: sink\n  container: {{image: local, command: [{chainop}, sink], variables: {{RESULT: {:?}}}}}\n  input: [{}]\n\
+         streaming:\n  depth: 2\n  frames: 300\n",
+        input.replace("FROM", "source"),
+        result.display().to_string(),
+        input.replace("FROM", "stage"),
+    );
+    let (report, lines) = run(&yaml);
+    assert!(report.failure.is_none(), "{report:?}\n{lines:?}");
+    let text = std::fs::read_to_string(&result).unwrap();
+    let field = |k: &str| -> Vec<u64> {
+        let line = text.lines().find(|l| l.starts_with(k)).unwrap();
+        line.split_whitespace()
+            .skip(1)
+            .map(|w| w.parse().unwrap())
+            .collect()
+    };
+    assert_eq!(field("count "), [300]);
+    assert_eq!(field("disorder "), [0]);
+    assert_eq!(field("torn "), [0]);
+    let lat = field("lat_ns");
+    assert_eq!(lat.len(), 300);
+    assert!(lat.iter().all(|&l| l < 60_000_000_000), "{lat:?}");
+    assert!(field("last_ns")[0] >= field("first_ns")[0]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

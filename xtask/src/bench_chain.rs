@@ -1,0 +1,574 @@
+//! `cargo xtask bench chain` (and every `--report`): a 3-operator stream
+//! (source → stage → sink) run as real pipelines, ours beside **dora-rs**
+//! (PyPI `dora-rs` and `dora-rs-cli`, installed into `target/venv-dora`)
+//! doing the same work, in the same run:
+//!
+//! * **latency** — the source paced well below saturation; per frame, the
+//!   sink's wall clock minus the frame's source timestamp; p50 and p99
+//!   after the first [`WARMUP`] frames;
+//! * **throughput** — the source unpaced; frames per second between the
+//!   sink's first and last frame;
+//!
+//! at 64 KiB, 1 MiB and 16 MiB frames, for our Rust operators
+//! (`fio-chainop`), our Python operators and dora-rs's Python nodes
+//! (`crates/fastio-python/bench/chain_*.py`). Every node does the same
+//! work: the source copies a prepared frame into each frame it sends, the
+//! stage copies its input frame into its output, the sink reads the
+//! frame's number (and fails on a frame out of order). dora-rs's inputs
+//! get a queue as long as the run (its queues drop the oldest input when
+//! full; ours block). Each sink counts the frames it never saw, saw out
+//! of order (by the frame's number in its metadata) or saw torn (payload
+//! not the frame its metadata names): ours must be zero (the bench fails
+//! otherwise); dora-rs's are reported.
+//!
+//! Beside the chain: the Python operator's own cost per frame (a sink that
+//! waits until the source has published every frame, then times its
+//! loop: next frame, input view, release), Python against Rust; and the
+//! resident memory of a Rust and a Python consumer over 100,000 frames
+//! (after 100,000 more that fill the fixed-size statistics reservoir).
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::bench::human_time;
+use crate::bench_peers::Peer;
+use crate::root;
+use crate::step::{Step, cargo};
+
+/// The dora-rs packages, pinned (with what its Python nodes need).
+const DORA: [&str; 4] = [
+    "dora-rs==1.1.0",
+    "dora-rs-cli==1.1.0",
+    "pyarrow==26.0.1",
+    "numpy==2.4.6",
+];
+
+/// Frames left out of the latency figures (start-up).
+const WARMUP: usize = 20;
+
+/// Every run is killed after this long (seconds).
+const RUN_LIMIT_SECS: u32 = 300;
+
+/// Frames in flight per edge of our streams.
+const DEPTH: u64 = 4;
+
+/// One frame size: (label, bytes, latency run's frames and pause between
+/// frames in µs, throughput run's frames).
+const SIZES: [(&str, u64, u64, u64, u64); 3] = [
+    ("64KiB", 64 << 10, 500, 2_000, 5_000),
+    ("1MiB", 1 << 20, 400, 5_000, 2_000),
+    ("16MiB", 16 << 20, 150, 20_000, 200),
+];
+
+/// Who runs the chain.
+#[derive(Clone, Copy, PartialEq)]
+enum Variant {
+    FastioRust,
+    FastioPython,
+    DoraPython,
+}
+
+impl Variant {
+    const ALL: [Variant; 3] = [
+        Variant::FastioRust,
+        Variant::FastioPython,
+        Variant::DoraPython,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Variant::FastioRust => "fastio, Rust operators",
+            Variant::FastioPython => "fastio, Python operators",
+            Variant::DoraPython => "dora-rs, Python nodes",
+        }
+    }
+
+    fn slug(self) -> &'static str {
+        match self {
+            Variant::FastioRust => "fastio-rust",
+            Variant::FastioPython => "fastio-python",
+            Variant::DoraPython => "dora-python",
+        }
+    }
+}
+
+/// What a sink wrote (see `chain_result.py`).
+#[derive(Default, Debug)]
+struct SinkResult {
+    count: u64,
+    disorder: u64,
+    torn: u64,
+    first_ns: u64,
+    last_ns: u64,
+    latencies: Vec<u64>,
+    loop_ns: Option<u64>,
+    rss_kb_at: Option<u64>,
+    rss_kb_end: Option<u64>,
+}
+
+fn parse_result(text: &str) -> Result<SinkResult, String> {
+    let mut r = SinkResult::default();
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let key = words.next().unwrap_or("");
+        let mut nums = words.map(|w| w.parse::<u64>().map_err(|e| format!("{line:?}: {e}")));
+        let mut one = || nums.next().unwrap_or(Err(format!("{line:?}: no value")));
+        match key {
+            "count" => r.count = one()?,
+            "disorder" => r.disorder = one()?,
+            "torn" => r.torn = one()?,
+            "first_ns" => r.first_ns = one()?,
+            "last_ns" => r.last_ns = one()?,
+            "loop_ns" => r.loop_ns = Some(one()?),
+            "rss_kb_at" => r.rss_kb_at = Some(one()?),
+            "rss_kb_end" => r.rss_kb_end = Some(one()?),
+            "lat_ns" => r.latencies = nums.collect::<Result<_, _>>()?,
+            _ => {}
+        }
+    }
+    Ok(r)
+}
+
+/// The value below which `q` of the sorted samples lie.
+fn percentile(sorted: &[u64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[i.min(sorted.len() - 1)] as f64
+}
+
+/// How one run is set up.
+struct Run<'a> {
+    variant: Variant,
+    dir: PathBuf,
+    size: u64,
+    frames: u64,
+    pause_us: u64,
+    /// The sink's extra environment (`WAIT_MS`, `RSS_AFTER`).
+    sink_env: &'a [(&'a str, String)],
+    /// Depth of our streams (the loop bench needs every frame to fit).
+    depth: u64,
+    /// The source in Rust whatever the variant (the loop bench).
+    rust_source: bool,
+}
+
+/// Paths every run needs.
+struct Tools {
+    fastio: PathBuf,
+    chainop: PathBuf,
+    python: PathBuf,
+    dora_python: Option<PathBuf>,
+    scripts: PathBuf,
+}
+
+fn yaml_str(p: &Path) -> String {
+    format!("{:?}", p.display().to_string())
+}
+
+impl Run<'_> {
+    /// Runs it; what the sink measured.
+    fn go(&self, tools: &Tools) -> Result<SinkResult, String> {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| format!("create {}: {e}", self.dir.display()))?;
+        let result = self.dir.join("result.txt");
+        let mut cmd = Command::new("timeout");
+        cmd.args(["--signal=KILL", &RUN_LIMIT_SECS.to_string()]);
+        if self.variant == Variant::DoraPython {
+            let python = tools
+                .dora_python
+                .as_ref()
+                .ok_or("dora-rs is not installed")?;
+            let flow = self.dir.join("dataflow.yml");
+            std::fs::write(&flow, self.dora_dataflow(tools, python, &result))
+                .map_err(|e| format!("write {}: {e}", flow.display()))?;
+            let bin = python.parent().ok_or("venv without bin")?;
+            cmd.arg(bin.join("dora")).arg("run").arg(&flow);
+            let path = std::env::var("PATH").unwrap_or_default();
+            cmd.env("PATH", format!("{}:{path}", bin.display()));
+        } else {
+            let def = self.dir.join("pipeline.yaml");
+            std::fs::write(&def, self.pipeline(tools, &result))
+                .map_err(|e| format!("write {}: {e}", def.display()))?;
+            cmd.arg(&tools.fastio).arg("run").arg(&def);
+        }
+        cmd.current_dir(&self.dir);
+        let name = format!(
+            "chain {}",
+            self.dir.file_name().unwrap_or_default().display()
+        );
+        Step::new(name, cmd).run()?;
+        let text = std::fs::read_to_string(&result)
+            .map_err(|e| format!("{}: the sink wrote no result: {e}", self.dir.display()))?;
+        parse_result(&text)
+    }
+
+    fn sink_variables(&self, result: &Path) -> String {
+        let mut vars = format!("RESULT: {}", yaml_str(result));
+        for (k, v) in self.sink_env {
+            let _ = write!(vars, ", {k}: {v:?}");
+        }
+        vars
+    }
+
+    /// Our pipeline definition.
+    fn pipeline(&self, tools: &Tools, result: &Path) -> String {
+        let command = |role: &str| -> String {
+            if self.variant == Variant::FastioRust || (role == "source" && self.rust_source) {
+                format!("[{}, {role}]", yaml_str(&tools.chainop))
+            } else {
+                format!(
+                    "[{}, {}, {role}]",
+                    yaml_str(&tools.python),
+                    yaml_str(&tools.scripts.join("chain_fastio.py"))
+                )
+            }
+        };
+        let port = |dir: &str, from: &str| {
+            format!(
+                "  {dir}:\n  - {{{from}name: frame, type: array, element-type: uint8, shape: [{}]}}\n",
+                self.size
+            )
+        };
+        let mut y = String::from(
+            "api-version: 0.5.0\nname: chain-bench\nversion: 1.0.0\ndescription: The chain bench.\noperators:\n",
+        );
+        let _ = write!(
+            y,
+            "- name: source\n  container:\n    image: bench\n    command: {}\n    \
+             variables: {{SIZE: \"{}\", PAUSE_US: \"{}\"}}\n{}",
+            command("source"),
+            self.size,
+            self.pause_us,
+            port("output", "")
+        );
+        let _ = write!(
+            y,
+            "- name: stage\n  container:\n    image: bench\n    command: {}\n{}{}",
+            command("stage"),
+            port("input", "from: source, "),
+            port("output", "")
+        );
+        let _ = write!(
+            y,
+            "- name: sink\n  container:\n    image: bench\n    command: {}\n    \
+             variables: {{{}}}\n{}",
+            command("sink"),
+            self.sink_variables(result),
+            port("input", "from: stage, ")
+        );
+        let _ = write!(
+            y,
+            "streaming:\n  depth: {}\n  frames: {}\n",
+            self.depth, self.frames
+        );
+        y
+    }
+
+    /// dora-rs's dataflow for the same chain.
+    fn dora_dataflow(&self, tools: &Tools, python: &Path, result: &Path) -> String {
+        let script = tools.scripts.join("chain_dora.py");
+        let node = |id: &str, input: Option<&str>, env: String| {
+            let mut n = format!(
+                "  - id: {id}\n    path: {}\n    args: {:?}\n    env: {{{env}}}\n",
+                yaml_str(python),
+                format!("{} {id}", script.display())
+            );
+            if let Some(from) = input {
+                let _ = writeln!(
+                    n,
+                    "    inputs:\n      frame: {{source: {from}/frame, queue_size: {}}}",
+                    self.frames
+                );
+            }
+            if id != "sink" {
+                n.push_str("    outputs: [frame]\n");
+            }
+            n
+        };
+        let mut y = String::from("nodes:\n");
+        y.push_str(&node(
+            "source",
+            None,
+            format!(
+                "SIZE: \"{}\", FRAMES: \"{}\", PAUSE_US: \"{}\"",
+                self.size, self.frames, self.pause_us
+            ),
+        ));
+        y.push_str(&node("stage", Some("source"), String::new()));
+        y.push_str(&node("sink", Some("stage"), self.sink_variables(result)));
+        y
+    }
+}
+
+/// Latency and throughput of one variant at one size.
+struct Measured {
+    p50_ns: f64,
+    p99_ns: f64,
+    fps: f64,
+    /// Frames the sink never saw, out of order, or not what they said.
+    lost: u64,
+    disorder: u64,
+    torn: u64,
+}
+
+fn measure(
+    tools: &Tools,
+    variant: Variant,
+    size: (&str, u64, u64, u64, u64),
+) -> Result<Measured, String> {
+    let (label, bytes, lat_frames, pause_us, tp_frames) = size;
+    let base = crate::bench::target_dir().join("bench-chain");
+    let paced = Run {
+        variant,
+        dir: base.join(format!("{}-{label}-latency", variant.slug())),
+        size: bytes,
+        frames: lat_frames,
+        pause_us,
+        sink_env: &[],
+        depth: DEPTH,
+        rust_source: false,
+    }
+    .go(tools)?;
+    let flat_out = Run {
+        variant,
+        dir: base.join(format!("{}-{label}-throughput", variant.slug())),
+        size: bytes,
+        frames: tp_frames,
+        pause_us: 0,
+        sink_env: &[],
+        depth: DEPTH,
+        rust_source: false,
+    }
+    .go(tools)?;
+    let mut lat: Vec<u64> = paced.latencies.iter().skip(WARMUP).copied().collect();
+    lat.sort_unstable();
+    let secs = flat_out.last_ns.saturating_sub(flat_out.first_ns) as f64 / 1e9;
+    let m = Measured {
+        disorder: paced.disorder + flat_out.disorder,
+        torn: paced.torn + flat_out.torn,
+        p50_ns: percentile(&lat, 0.5),
+        p99_ns: percentile(&lat, 0.99),
+        fps: flat_out.count.saturating_sub(1) as f64 / secs,
+        lost: (lat_frames - paced.count.min(lat_frames))
+            + (tp_frames - flat_out.count.min(tp_frames)),
+    };
+    if variant != Variant::DoraPython && m.lost + m.disorder + m.torn > 0 {
+        return Err(format!(
+            "{} at {label}: {} frames lost, {} out of order, {} torn: our streams must deliver \
+             every frame, in order, whole",
+            variant.label(),
+            m.lost,
+            m.disorder,
+            m.torn
+        ));
+    }
+    Ok(m)
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}
+
+/// Builds what the runs need, runs them, and writes the section of the
+/// report (goals with met or missed) into `out`.
+pub(crate) fn run(report: bool, out: &mut String) -> Result<Vec<Peer>, String> {
+    Step::new(
+        "chain binaries",
+        cargo([
+            "build",
+            "--release",
+            "-p",
+            "fastio-cli",
+            "-p",
+            "fastio-examples",
+        ]),
+    )
+    .run()?;
+    let release = crate::bench::target_dir().join("release");
+    let python = root().join("target/venv-python/bin/python");
+    let built = || {
+        let mut probe = Command::new(&python);
+        probe.args(["-c", "import fastio"]);
+        crate::step::succeeds(probe)
+    };
+    if !built() && report {
+        crate::python::run()?;
+    }
+    if !built() {
+        return Err(
+            "the fastio Python package is not built (run `cargo xtask python` first)".into(),
+        );
+    }
+    let mut peers = Vec::new();
+    let dora_python = match crate::venv::python("venv-dora", &DORA, "dora") {
+        Ok(p) => {
+            peers.push(Peer::measured(
+                "dora-rs",
+                format!("{} from PyPI in target/venv-dora, `dora run` (crates/fastio-python/bench/chain_dora.py)", DORA.join(" ")),
+            ));
+            Some(p)
+        }
+        Err(e) => {
+            peers.push(Peer::missing("dora-rs", e));
+            None
+        }
+    };
+    let tools = Tools {
+        fastio: release.join("fastio"),
+        chainop: release.join("fio-chainop"),
+        python,
+        dora_python,
+        scripts: root().join("crates/fastio-python/bench"),
+    };
+    let _ = writeln!(
+        out,
+        "\nA 3-operator stream (source → stage → sink), whole pipelines, same run \
+         (latency: paced source, p50/p99 after {WARMUP} frames; throughput: unpaced):"
+    );
+    for size in SIZES {
+        let mut rows = Vec::new();
+        for v in Variant::ALL {
+            if v == Variant::DoraPython && tools.dora_python.is_none() {
+                continue;
+            }
+            let m = measure(&tools, v, size)?;
+            let _ = writeln!(
+                out,
+                "  {:<6} {:<26} latency p50 {:>10}  p99 {:>10}  throughput {:>9.1} frames/s  lost {}  out of order {}  torn {}",
+                size.0,
+                v.label(),
+                human_time(m.p50_ns),
+                human_time(m.p99_ns),
+                m.fps,
+                m.lost,
+                m.disorder,
+                m.torn
+            );
+            rows.push((v, m));
+        }
+        let dora = rows.iter().find(|(v, _)| *v == Variant::DoraPython);
+        if let Some((_, d)) = dora {
+            for (v, m) in rows.iter().filter(|(v, _)| *v != Variant::DoraPython) {
+                let (p50, p99, tp) = (m.p50_ns / d.p50_ns, m.p99_ns / d.p99_ns, m.fps / d.fps);
+                let _ = writeln!(
+                    out,
+                    "    goal {}, {} vs dora-rs: p50 x{p50:.3} (<= 0.5: {})  p99 x{p99:.3} (<= 0.5: {})  \
+                     throughput x{tp:.2} (>= 2: {})",
+                    size.0,
+                    v.label(),
+                    verdict(p50 <= 0.5),
+                    verdict(p99 <= 0.5),
+                    verdict(tp >= 2.0)
+                );
+            }
+        }
+    }
+    python_overhead(&tools, out)?;
+    rss(&tools, out)?;
+    Ok(peers)
+}
+
+/// The frame loop's own cost, Python against Rust: 2,000 frames of 4 KiB
+/// all published before the sink starts looping.
+fn python_overhead(tools: &Tools, out: &mut String) -> Result<(), String> {
+    const FRAMES: u64 = 2_000;
+    let base = crate::bench::target_dir().join("bench-chain");
+    let env = [("WAIT_MS", "1500".to_owned())];
+    let mut per_frame = Vec::new();
+    for v in [Variant::FastioRust, Variant::FastioPython] {
+        let r = Run {
+            variant: v,
+            dir: base.join(format!("{}-loop", v.slug())),
+            size: 4096,
+            frames: FRAMES,
+            pause_us: 0,
+            sink_env: &env,
+            depth: FRAMES,
+            rust_source: true,
+        }
+        .go(tools)?;
+        if r.count != FRAMES {
+            return Err(format!(
+                "{}: the loop sink saw {} of {FRAMES} frames",
+                v.label(),
+                r.count
+            ));
+        }
+        let ns = r.loop_ns.ok_or("the loop sink wrote no loop_ns")? as f64 / FRAMES as f64;
+        per_frame.push(ns);
+    }
+    let over = per_frame[1] - per_frame[0];
+    let _ = writeln!(
+        out,
+        "  frame loop per frame (next frame + input view + release, 4 KiB, frames waiting): \
+         Rust {}  Python {}  Python over Rust {}  goal <= 3 us: {}",
+        human_time(per_frame[0]),
+        human_time(per_frame[1]),
+        human_time(over),
+        verdict(over <= 3000.0)
+    );
+    Ok(())
+}
+
+/// Resident memory of a consumer over 100,000 frames, Rust and Python:
+/// at frame 100,000 and at frame 200,000 (the first 100,000 fill the
+/// operator's fixed-size statistics reservoir, 2 × 64 Ki samples); flat
+/// means it grew less than 256 kB.
+fn rss(tools: &Tools, out: &mut String) -> Result<(), String> {
+    const AFTER: u64 = 100_000;
+    const FRAMES: u64 = 2 * AFTER;
+    let base = crate::bench::target_dir().join("bench-chain");
+    let env = [("RSS_AFTER", AFTER.to_string())];
+    for v in [Variant::FastioRust, Variant::FastioPython] {
+        let r = Run {
+            variant: v,
+            dir: base.join(format!("{}-rss", v.slug())),
+            size: 4096,
+            frames: FRAMES,
+            pause_us: 0,
+            sink_env: &env,
+            depth: DEPTH,
+            rust_source: true,
+        }
+        .go(tools)?;
+        let (at, end) = (
+            r.rss_kb_at.ok_or("no rss_kb_at")?,
+            r.rss_kb_end.ok_or("no rss_kb_end")?,
+        );
+        let grew = end.saturating_sub(at);
+        let _ = writeln!(
+            out,
+            "  consumer RSS over {AFTER} frames of 4 KiB, {}: {at} kB at frame {AFTER}, {end} kB at frame \
+             {FRAMES} (grew {grew} kB) flat (< 256 kB): {}",
+            v.label(),
+            verdict(r.count == FRAMES && grew < 256)
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_what_a_sink_writes() {
+        let r = parse_result("count 3\nfirst_ns 10\nlast_ns 30\nlat_ns 5 6 7\n").unwrap();
+        assert_eq!((r.count, r.first_ns, r.last_ns), (3, 10, 30));
+        assert_eq!(r.latencies, [5, 6, 7]);
+        assert!(parse_result("count x\n").is_err());
+        let r = parse_result("count 2\nrss_kb_at 100\nrss_kb_end 120\n").unwrap();
+        assert_eq!((r.rss_kb_at, r.rss_kb_end), (Some(100), Some(120)));
+    }
+
+    #[test]
+    fn percentiles_of_sorted_samples() {
+        let s: Vec<u64> = (1..=100).collect();
+        assert_eq!(percentile(&s, 0.5), 51.0);
+        assert_eq!(percentile(&s, 0.99), 99.0);
+        assert!(percentile(&[], 0.5).is_nan());
+    }
+}
