@@ -7,6 +7,18 @@
 #include <stdint.h>
 
 /**
+ * `overflow` of `fastio_stream_create`: a full stream makes the producer
+ * wait (nothing is lost).
+ */
+#define FASTIO_OVERFLOW_BLOCK 0
+
+/**
+ * `overflow` of `fastio_stream_create`: a full stream overwrites the
+ * oldest frame no consumer holds (consumers see the gap in `seq`).
+ */
+#define FASTIO_OVERFLOW_DROP_OLDEST 1
+
+/**
  * A local reference to an allocation, with its own copy of the metadata
  * (opaque in C).
  */
@@ -16,6 +28,21 @@ typedef struct fastio_allocation fastio_allocation;
  * A Fast I/O context (opaque in C).
  */
 typedef struct fastio_context fastio_context;
+
+/**
+ * A consumer of a stream (opaque in C).
+ */
+typedef struct fastio_stream_consumer fastio_stream_consumer;
+
+/**
+ * One received frame (opaque in C), until `fastio_stream_frame_release`.
+ */
+typedef struct fastio_stream_frame fastio_stream_frame;
+
+/**
+ * The producer of a stream (opaque in C).
+ */
+typedef struct fastio_stream_producer fastio_stream_producer;
 
 /**
  * A status code: 0 is success (Clara's `result`).
@@ -321,6 +348,187 @@ const char *fastio_status_string(result code);
  * of writes.
  */
 size_t fastio_last_error_message(char *buffer, size_t buffer_size);
+
+/**
+ * Creates stream `name` on `ctx` — frames of `element` (a primitive
+ * type name such as `float32`) of at most `max_shape` (`ndim` sizes),
+ * `depth` frames in flight, `consumers` consumers, `overflow` one of
+ * `FASTIO_OVERFLOW_*` — and returns its producer.
+ *
+ * # Safety
+ *
+ * `ctx` is live; `name` and `element` NUL-terminated; `max_shape` holds
+ * `ndim` values; `producer_out` writable. Free the producer with
+ * `fastio_stream_producer_free`.
+ */
+result fastio_stream_create(struct fastio_context *ctx,
+                            const char *name,
+                            const char *element,
+                            const size_t *max_shape,
+                            size_t ndim,
+                            size_t depth,
+                            size_t consumers,
+                            int32_t overflow,
+                            struct fastio_stream_producer **producer_out);
+
+/**
+ * Takes over the producer of stream `name` (one whose producer is gone).
+ *
+ * # Safety
+ *
+ * As `fastio_stream_create`.
+ */
+result fastio_stream_producer_attach(struct fastio_context *ctx,
+                                     const char *name,
+                                     struct fastio_stream_producer **producer_out);
+
+/**
+ * Waits (up to `timeout_ms`) for the next free slot and gives its
+ * writable bytes for a frame of `shape` (`ndim` sizes within the maximum).
+ *
+ * # Safety
+ *
+ * `p` is live; `shape` holds `ndim` values; the outputs are writable. The
+ * bytes may be written until `fastio_stream_publish`.
+ */
+result fastio_stream_begin(struct fastio_stream_producer *p,
+                           const size_t *shape,
+                           size_t ndim,
+                           int64_t timeout_ms,
+                           void **data_out,
+                           size_t *size_out);
+
+/**
+ * Publishes the begun frame; its number into `seq_out` (may be null).
+ *
+ * # Safety
+ *
+ * `p` is live; `seq_out` is null or writable.
+ */
+result fastio_stream_publish(struct fastio_stream_producer *p, uint64_t *seq_out);
+
+/**
+ * Ends the stream: consumers get `FASTIO_END_OF_STREAM` after the last
+ * frame.
+ *
+ * # Safety
+ *
+ * `p` is live.
+ */
+result fastio_stream_end(struct fastio_stream_producer *p);
+
+/**
+ * Marks the stream failed after the frames published so far: consumers
+ * get `FASTIO_ERR_POISONED` after the last of them (a producer that
+ * cannot go on).
+ *
+ * # Safety
+ *
+ * `p` is live.
+ */
+result fastio_stream_poison(struct fastio_stream_producer *p);
+
+/**
+ * Frees a producer (null is a no-op). A stream neither ended nor
+ * poisoned is ended, as closing a pipe does; a producer process that
+ * dies instead poisons it (the stream's liveness check).
+ *
+ * # Safety
+ *
+ * `p` is null or live, and not used afterwards.
+ */
+void fastio_stream_producer_free(struct fastio_stream_producer *p);
+
+/**
+ * Attaches as consumer `index` (0 to consumers - 1) of stream `name`.
+ *
+ * # Safety
+ *
+ * `ctx` is live; `name` NUL-terminated; `consumer_out` writable. Free it
+ * with `fastio_stream_consumer_free`.
+ */
+result fastio_stream_consumer_attach(struct fastio_context *ctx,
+                                     const char *name,
+                                     size_t index,
+                                     struct fastio_stream_consumer **consumer_out);
+
+/**
+ * Waits (up to `timeout_ms`) for the next frame: `FASTIO_OK` and the
+ * frame, `FASTIO_END_OF_STREAM` after the last one, `FASTIO_ERR_POISONED`
+ * when the producer failed, `FASTIO_ERR_TIMEOUT`.
+ *
+ * # Safety
+ *
+ * `c` is live; `frame_out` writable. Release each frame with
+ * `fastio_stream_frame_release`.
+ */
+result fastio_stream_next(struct fastio_stream_consumer *c,
+                          int64_t timeout_ms,
+                          struct fastio_stream_frame **frame_out);
+
+/**
+ * Frames this consumer lost to `drop-oldest` so far.
+ *
+ * # Safety
+ *
+ * `c` is live; `dropped_out` writable.
+ */
+result fastio_stream_dropped(struct fastio_stream_consumer *c, uint64_t *dropped_out);
+
+/**
+ * Frees a consumer (null is a no-op); its frames stay valid until
+ * released.
+ *
+ * # Safety
+ *
+ * `c` is null or live, and not used afterwards.
+ */
+void fastio_stream_consumer_free(struct fastio_stream_consumer *c);
+
+/**
+ * A frame's read-only bytes and their count.
+ *
+ * # Safety
+ *
+ * `f` is live; the outputs writable. The bytes may be read until the
+ * frame is released.
+ */
+result fastio_stream_frame_bytes(struct fastio_stream_frame *f,
+                                 const void **data_out,
+                                 size_t *size_out);
+
+/**
+ * A frame's shape (`*ndim_out` sizes, valid until its release).
+ *
+ * # Safety
+ *
+ * `f` is live; the outputs writable.
+ */
+result fastio_stream_frame_shape(struct fastio_stream_frame *f,
+                                 const size_t **shape_out,
+                                 size_t *ndim_out);
+
+/**
+ * A frame's number in this stream and its source timestamp (ns since
+ * the Unix epoch); either output may be null.
+ *
+ * # Safety
+ *
+ * `f` is live; the outputs null or writable.
+ */
+result fastio_stream_frame_seq(struct fastio_stream_frame *f,
+                               uint64_t *seq_out,
+                               uint64_t *timestamp_ns_out);
+
+/**
+ * Releases a frame (null is a no-op): its slot goes back to the producer
+ * once every consumer released it.
+ *
+ * # Safety
+ *
+ * `f` is null or live, and neither it nor its bytes are used afterwards.
+ */
+void fastio_stream_frame_release(struct fastio_stream_frame *f);
 
 #ifdef __cplusplus
 }  // extern "C"

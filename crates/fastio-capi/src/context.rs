@@ -15,6 +15,13 @@ pub struct fastio_context {
     ctx: Context,
 }
 
+impl fastio_context {
+    /// The context this handle holds.
+    pub(crate) fn context(&self) -> &Context {
+        &self.ctx
+    }
+}
+
 /// A local reference to an allocation, with its own copy of the metadata
 /// (opaque in C).
 pub struct fastio_allocation {

@@ -9,7 +9,9 @@
 //! * `include/fastio.h`: contexts and allocations (seed 002's API):
 //!   opaque handles, `int` status codes (0 is success) named by
 //!   `fastio_status_string`, and a thread-local last error copied into a
-//!   caller's buffer by `fastio_last_error_message`.
+//!   caller's buffer by `fastio_last_error_message`; and streams between
+//!   a program's own processes without a pipeline definition
+//!   (`fastio_stream_*`: a producer, consumers, frames).
 //!
 //! Every export runs inside `catch_unwind`: a panic never crosses into C,
 //! it becomes `FASTIO_ERR_PANIC`. The headers are generated with cbindgen
@@ -23,8 +25,10 @@ mod entry;
 mod frames;
 mod ptr;
 mod status;
+mod stream;
 
 pub use context::*;
 pub use entry::*;
 pub use frames::*;
 pub use status::*;
+pub use stream::*;

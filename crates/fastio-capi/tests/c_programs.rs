@@ -233,3 +233,23 @@ streaming:
         "{lines:?}"
     );
 }
+
+/// Streams from C without a pipeline: a producer, two consumer processes,
+/// 1,000 frames of varying shape checked word by word, the end and the
+/// poisoned end, drop-oldest and every error path (`tests/c/streams.c`),
+/// under valgrind.
+#[test]
+fn streams_from_c_without_a_pipeline() {
+    let exe = compile("streams");
+    let mut cmd = if valgrind_present() {
+        let mut c = Command::new(VALGRIND[0]);
+        c.args(&VALGRIND[1..]).arg(&exe);
+        c
+    } else {
+        Command::new(&exe)
+    };
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}\n{stderr}", out.status);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "streams: ok\n");
+}

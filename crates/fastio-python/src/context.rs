@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyMemoryView;
 
 use crate::buffer::Buffer;
+use crate::stream::{self, PyStreamConsumer, PyStreamProducer};
 use crate::{Error, MapConflictError, err};
 
 /// A Fast I/O context.
@@ -53,6 +54,46 @@ impl PyContext {
     #[getter]
     fn handle(&self) -> PyResult<String> {
         self.ctx.handle_for_children().map_err(err)
+    }
+
+    /// Creates stream `name` (frames of `element` up to `max_shape`,
+    /// `depth` in flight, `consumers` consumers, `overflow` "block" or
+    /// "drop-oldest") and returns its producer.
+    #[pyo3(signature = (name, element, max_shape, depth = 4, consumers = 1, overflow = "block"))]
+    fn create_stream(
+        &self,
+        name: &str,
+        element: &str,
+        max_shape: Vec<usize>,
+        depth: usize,
+        consumers: usize,
+        overflow: &str,
+    ) -> PyResult<PyStreamProducer> {
+        stream::create_stream(
+            &self.ctx, name, element, &max_shape, depth, consumers, overflow,
+        )
+    }
+
+    /// Takes over the producer of stream `name` (one whose producer is
+    /// gone).
+    fn stream_producer(&self, name: &str) -> PyResult<PyStreamProducer> {
+        stream::stream_producer(&self.ctx, name)
+    }
+
+    /// Attaches as consumer `index` of stream `name`.
+    #[pyo3(signature = (name, index = 0))]
+    fn stream_consumer(&self, name: &str, index: usize) -> PyResult<PyStreamConsumer> {
+        stream::stream_consumer(&self.ctx, name, index)
+    }
+
+    /// Marks stream `name` failed: its consumers raise `PoisonedError`.
+    fn poison_stream(&self, name: &str) -> PyResult<()> {
+        self.ctx.poison_stream(name).map_err(err)
+    }
+
+    /// Removes stream `name`.
+    fn remove_stream(&self, name: &str) -> PyResult<()> {
+        self.ctx.remove_stream(name).map_err(err)
     }
 
     /// A new allocation of `size` bytes.

@@ -17,6 +17,7 @@ mod dlpack;
 mod entry;
 mod frames;
 mod params;
+mod stream;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyValueError};
@@ -87,6 +88,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<entry::PyOperator>()?;
     m.add_class::<frames::PyFrames>()?;
     m.add_class::<frames::PyFrame>()?;
+    m.add_class::<stream::PyStreamProducer>()?;
+    m.add_class::<stream::PyStreamConsumer>()?;
+    m.add_class::<stream::PyStreamFrame>()?;
     let py = m.py();
     m.add("Error", py.get_type::<Error>())?;
     m.add("PoisonedError", py.get_type::<PoisonedError>())?;

@@ -594,3 +594,119 @@ streaming:
     report = json.loads(p.stdout.strip().splitlines()[-1])
     py = next(o for o in report["operators"] if o["name"] == "py")
     assert py["frames"]["in"] == [1000] and py["frames"]["out"] == [1000]
+
+
+STREAM_CONSUMER = """
+import sys, zlib
+import numpy as np
+import fastio
+
+ctx = fastio.FastIOContext.attach(sys.argv[1])
+consumer = ctx.stream_consumer("video", int(sys.argv[2]))
+n = 0
+for frame in consumer:
+    a = frame.array()
+    assert frame.seq == n, (frame.seq, n)
+    assert a.dtype == np.float32 and a.shape == (1 + n % 5, 7), a.shape
+    assert not a.flags.writeable
+    want = (np.arange(a.size, dtype=np.float32) + n).reshape(a.shape)
+    assert np.array_equal(a, want), n
+    n += 1
+print(n)
+"""
+
+
+def test_a_stream_without_a_pipeline_to_two_consumer_processes():
+    ctx = fastio.FastIOContext.new(8 << 20)
+    with ctx.create_stream("video", "float32", [5, 7], depth=3, consumers=2) as producer:
+        assert producer.element == "float32" and producer.max_shape == [5, 7]
+        kids = [
+            subprocess.Popen(
+                [sys.executable, "-c", STREAM_CONSUMER, ctx.handle, str(i)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(2)
+        ]
+        for n in range(500):
+            rows = 1 + n % 5
+            frame = (np.arange(rows * 7, dtype=np.float32) + n).reshape(rows, 7)
+            assert producer.send(frame, timeout=30) == n
+    for k in kids:
+        out, err = k.communicate(timeout=60)
+        assert k.returncode == 0, err
+        assert out.strip() == "500"
+
+
+def test_stream_views_keep_their_frames_and_the_producer_waits_for_them(ctx):
+    producer = ctx.create_stream("s", "int32", [4], depth=2)
+    consumer = ctx.stream_consumer("s")
+    producer.send([1, 2, 3, 4])
+    producer.send([5, 6, 7, 8])
+    frame = next(consumer)
+    kept = frame.array()
+    with pytest.raises(ValueError):
+        kept[0] = 9
+    # Both slots are taken (one held by the view, one unread): the producer
+    # waits, then gives up.
+    with pytest.raises(fastio.Error, match="(?i)timed out|timeout"):
+        producer.send([0, 0, 0, 0], timeout=0.2)
+    second = next(consumer)
+    assert second.seq == 1 and second.array().tolist() == [5, 6, 7, 8]
+    with pytest.raises(RuntimeError):
+        frame.seq  # the loop moved on: the frame object is done
+    assert kept.tolist() == [1, 2, 3, 4]  # the view still holds its frame
+    del kept, second
+    gc.collect()
+    assert producer.send([9, 9, 9, 9], timeout=5) == 2
+    producer.end()
+    assert next(consumer).array().tolist() == [9, 9, 9, 9]
+    assert consumer.next(timeout=1) is None
+
+
+def test_stream_drop_oldest_poison_and_bad_arguments(ctx):
+    producer = ctx.create_stream("d", "uint8", [3], depth=2, overflow="drop-oldest")
+    consumer = ctx.stream_consumer("d")
+    for i in range(6):
+        producer.send(np.full(3, i, np.uint8))
+    f = consumer.next(timeout=1)
+    assert f.seq == 4 and consumer.dropped == 4
+    assert f.array().tolist() == [4, 4, 4]
+    producer.poison()
+    with pytest.raises(fastio.PoisonedError):
+        consumer.next(timeout=1)
+        consumer.next(timeout=1)
+    with pytest.raises(ValueError, match="primitive"):
+        ctx.create_stream("e", "no such type", [3])
+    with pytest.raises(ValueError, match="overflow"):
+        ctx.create_stream("e", "uint8", [3], overflow="sometimes")
+    with pytest.raises(fastio.Error):
+        ctx.create_stream("e", "uint8", [3], depth=0)
+    with pytest.raises(fastio.NotFoundError):
+        ctx.stream_consumer("no such stream")
+    p = ctx.create_stream("f", "uint8", [2])
+    with pytest.raises(fastio.Error):
+        p.send(np.zeros(3, np.uint8))  # larger than the largest frame
+
+
+def test_waiting_for_a_stream_frame_releases_the_gil(ctx):
+    import threading
+    import time
+
+    producer = ctx.create_stream("g", "uint8", [1])
+    consumer = ctx.stream_consumer("g")
+    ticks = []
+
+    def tick():
+        for _ in range(20):
+            ticks.append(time.monotonic())
+            time.sleep(0.01)
+        producer.send([7])
+
+    t = threading.Thread(target=tick)
+    t.start()
+    f = consumer.next(timeout=10)
+    t.join()
+    assert f.array().tolist() == [7]
+    assert len(ticks) == 20

@@ -10,7 +10,12 @@ Clara's Python APIs under their names:
   ``name``, ``is_preallocated``, ``is_allocated``, ``access``, ``shape``,
   ``element_type``, ``dynamic_shape_indices``, ``is_dynamic``,
   ``update_shape`` (allocates once every dimension is set), ``get_bytes``,
-  ``get_numpy``, ``set_values``, and our zero-copy ``map()``.
+  ``get_numpy``, ``set_values``, and our zero-copy ``map()``;
+* streams without a pipeline: ``FastIOContext.create_stream`` gives a
+  ``StreamProducer`` (``send`` copies a frame into the next free slot),
+  ``FastIOContext.stream_consumer`` a ``StreamConsumer``
+  (``for frame in consumer:``, ``frame.array()`` a read-only zero-copy view
+  that keeps its frame).
 
 An input's array is a numpy view of the shared memory with ``WRITEABLE``
 cleared, over a read-only buffer in the context's ``PROT_READ`` view: numpy
@@ -35,6 +40,8 @@ from ._native import (
     NotAllocatedError,
     NotFoundError,
     PoisonedError,
+    StreamConsumer,
+    StreamFrame,
 )
 
 __all__ = [
@@ -50,6 +57,9 @@ __all__ = [
     "NotFoundError",
     "Operator",
     "PoisonedError",
+    "StreamConsumer",
+    "StreamFrame",
+    "StreamProducer",
     "dtype",
     "params",
 ]
@@ -123,6 +133,86 @@ class FastIOContext:
     def names(self) -> list[str]:
         """The published names."""
         return list(self._c.names())
+
+    def create_stream(
+        self,
+        name: str,
+        element: str,
+        max_shape: Sequence[int],
+        depth: int = 4,
+        consumers: int = 1,
+        overflow: str = "block",
+    ) -> "StreamProducer":
+        """Creates stream ``name``: frames of ``element`` (a primitive type
+        name such as ``"float32"``) of at most ``max_shape``, ``depth``
+        frames in flight, ``consumers`` consumers, ``overflow`` ``"block"``
+        (a full stream makes ``send`` wait) or ``"drop-oldest"``. Returns
+        its producer."""
+        return StreamProducer(
+            self._c.create_stream(
+                name, element, [int(d) for d in max_shape], depth, consumers, overflow
+            )
+        )
+
+    def stream_producer(self, name: str) -> "StreamProducer":
+        """Takes over the producer of stream ``name`` (one whose producer
+        is gone)."""
+        return StreamProducer(self._c.stream_producer(name))
+
+    def stream_consumer(self, name: str, index: int = 0) -> StreamConsumer:
+        """Attaches as consumer ``index`` of stream ``name``:
+        ``for frame in consumer:``, each frame's ``array()`` a read-only
+        zero-copy view that keeps the frame while it lives."""
+        return self._c.stream_consumer(name, index)
+
+    def poison_stream(self, name: str) -> None:
+        """Marks stream ``name`` failed: its consumers raise
+        ``PoisonedError``."""
+        self._c.poison_stream(name)
+
+    def remove_stream(self, name: str) -> None:
+        """Removes stream ``name``."""
+        self._c.remove_stream(name)
+
+
+class StreamProducer:
+    """The producer of a stream. As a context manager it ends the stream
+    on exit, or poisons it when the block raised."""
+
+    def __init__(self, native: _native.StreamProducer):
+        self._p = native
+
+    element = property(lambda self: self._p.element, doc="The frames' element type.")
+    max_shape = property(lambda self: self._p.max_shape, doc="The largest frame shape.")
+
+    def send(self, data, shape: Optional[Sequence[int]] = None, timeout: Optional[float] = None) -> int:
+        """Copies ``data`` (converted to the stream's element type) into the
+        next free slot as a frame of ``shape`` (default: the data's) and
+        publishes it; waits (without the GIL) up to ``timeout`` seconds for
+        a free slot. Returns the frame's number."""
+        arr = np.ascontiguousarray(np.asarray(data), dtype=_dtype(self._p.element))
+        dims = [int(d) for d in (shape if shape is not None else arr.shape)]
+        if arr.ndim == 0:
+            arr = arr.reshape(1)
+        return self._p.send_bytes(memoryview(arr.reshape(-1)).cast("B"), dims, timeout)
+
+    def end(self) -> None:
+        """Ends the stream: consumers stop after the frames sent so far."""
+        self._p.end()
+
+    def poison(self) -> None:
+        """Marks the stream failed after the frames sent so far: consumers
+        raise ``PoisonedError``."""
+        self._p.poison()
+
+    def __enter__(self) -> "StreamProducer":
+        return self
+
+    def __exit__(self, kind, value, tb) -> None:
+        if kind is None:
+            self.end()
+        else:
+            self.poison()
 
 
 class Entry:

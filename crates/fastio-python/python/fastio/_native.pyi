@@ -25,6 +25,9 @@ __all__ = [
     "Operator",
     "Frames",
     "Frame",
+    "StreamProducer",
+    "StreamConsumer",
+    "StreamFrame",
     "Error",
     "PoisonedError",
     "NotAllocatedError",
@@ -150,6 +153,29 @@ class Context:
 
     def names(self) -> list[str]:
         """The published names."""
+
+    def create_stream(
+        self,
+        name: str,
+        element: str,
+        max_shape: list[int],
+        depth: int = 4,
+        consumers: int = 1,
+        overflow: str = "block",
+    ) -> StreamProducer:
+        """Creates stream ``name`` and returns its producer."""
+
+    def stream_producer(self, name: str) -> StreamProducer:
+        """Takes over the producer of stream ``name``."""
+
+    def stream_consumer(self, name: str, index: int = 0) -> StreamConsumer:
+        """Attaches as consumer ``index`` of stream ``name``."""
+
+    def poison_stream(self, name: str) -> None:
+        """Marks stream ``name`` failed."""
+
+    def remove_stream(self, name: str) -> None:
+        """Removes stream ``name``."""
 
 @final
 class FastIOAllocation:
@@ -357,6 +383,68 @@ class Frame:
 
     def done(self) -> None:
         """Publishes this frame's outputs now."""
+
+@final
+class StreamProducer:
+    """The producer of a stream."""
+
+    @property
+    def element(self) -> str:
+        """The frames' element type."""
+
+    @property
+    def max_shape(self) -> list[int]:
+        """The largest shape a frame may have."""
+
+    def send_bytes(
+        self, data: Buffer | memoryview | bytes, shape: list[int], timeout: float | None = None
+    ) -> int:
+        """Copies ``data`` into the next free slot as a frame of ``shape``
+        and publishes it (waits without the GIL); the frame's number."""
+
+    def end(self) -> None:
+        """Ends the stream."""
+
+    def poison(self) -> None:
+        """Marks the stream failed after the frames sent so far."""
+
+@final
+class StreamConsumer:
+    """A consumer of a stream."""
+
+    def __iter__(self) -> StreamConsumer: ...
+    def __next__(self) -> StreamFrame:
+        """The next frame (waits without the GIL)."""
+
+    def next(self, timeout: float | None = None) -> StreamFrame | None:
+        """The next frame, waiting up to ``timeout`` seconds; None after
+        the last one."""
+
+    @property
+    def dropped(self) -> int:
+        """Frames lost to ``drop-oldest`` so far."""
+
+@final
+class StreamFrame:
+    """One received frame."""
+
+    @property
+    def seq(self) -> int:
+        """The frame's number in its stream."""
+
+    @property
+    def timestamp_ns(self) -> int:
+        """When its source frame was taken (ns since the Unix epoch)."""
+
+    @property
+    def shape(self) -> list[int]:
+        """Its shape."""
+
+    def array(self) -> np.ndarray[Any, Any]:
+        """A read-only numpy view (zero copy) that keeps the frame."""
+
+    def release(self) -> None:
+        """Lets the frame go now (its arrays keep it while they live)."""
 
 def params_load(path: str) -> list[tuple[str, Buffer, str, list[int]]]:
     """``(name, buffer, element type, shape)`` of every tensor of a params
