@@ -87,7 +87,10 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
     collect(&criterion_dir, started, &mut groups);
     let mut peers: Vec<Peer> = Vec::new();
     let mut beside = String::new();
-    if groups.keys().any(|g| g.starts_with("handoff/")) {
+    if groups
+        .keys()
+        .any(|g| g.starts_with("handoff/") || g.starts_with("stream/"))
+    {
         peers.push(bench_peers::iceoryx2(&criterion_dir, &filter));
         groups.clear();
         collect(&criterion_dir, started, &mut groups);

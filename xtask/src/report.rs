@@ -505,15 +505,24 @@ fn goals(w: &mut String, groups: &Groups) {
         h("4KiB", "iceoryx2_poll_page"),
         1.0,
     );
-    for size in ["64KiB", "1MiB", "16MiB", "64MiB"] {
+    for size in ["4KiB", "64KiB", "1MiB", "16MiB", "64MiB"] {
         let s = |f: &str| find(groups, &format!("stream/{size}"), f);
         verdict(
             w,
             &format!(
-                "{size} stream of frames: time per frame ≤ iceoryx2's (`fastio_ring_page` / `iceoryx2_page`)"
+                "{size} stream of frames, both sleeping: time per frame ≤ iceoryx2's (`fastio_ring_page` / `iceoryx2_page`)"
             ),
             s("fastio_ring_page"),
             s("iceoryx2_page"),
+            1.0,
+        );
+        verdict(
+            w,
+            &format!(
+                "{size} stream of frames, both spinning: time per frame ≤ iceoryx2's (`fastio_ring_spin_page` / `iceoryx2_poll_page`)"
+            ),
+            s("fastio_ring_spin_page"),
+            s("iceoryx2_poll_page"),
             1.0,
         );
     }

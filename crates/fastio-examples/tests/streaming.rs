@@ -430,3 +430,51 @@ fn chain_bench_operators_deliver_every_frame_whole_and_in_order() {
     assert!(field("last_ns")[0] >= field("first_ns")[0]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A stage killed after its output of frame 60 was published but while it
+/// still held input frame 60: its restart takes input 60 again, must not
+/// deliver it twice, and goes on at 61 (the sink exits 4 on a repeated
+/// frame and 5 on a missing one).
+#[test]
+fn a_stage_restarted_after_publishing_does_not_deliver_that_frame_twice() {
+    let marker = std::env::temp_dir().join(format!("fio-die-published-{}", std::process::id()));
+    let _ = std::fs::remove_file(&marker);
+    let yaml = pipeline(
+        &[
+            op("src", "source", &[], Some("v"), ""),
+            op(
+                "mid",
+                "stage",
+                &["src/v"],
+                Some("w"),
+                &format!("DIE_AFTER_PUBLISH: 60, DIE_ONCE: {}", marker.display()),
+            ),
+            op("sink", "sink", &["mid/w"], None, "EXPECT_FRAMES: 200"),
+        ],
+        &format!(
+            "  frames: 200\n{}  restart:\n    mid: {{policy: on-failure, limit: 1}}\n",
+            max_shapes(&["src/v", "mid/w"])
+        ),
+    );
+    let (r, lines) = run(&yaml);
+    let died = marker.exists();
+    let _ = std::fs::remove_file(&marker);
+    assert!(died, "the stage never reached frame 60: {lines:#?}");
+    assert!(r.succeeded(), "{r:?}\n{lines:#?}");
+    let mid = r.operators.iter().find(|o| o.name == "mid").unwrap();
+    assert_eq!(mid.restarts, 1, "{lines:#?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains("dying after publishing frame 60")),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.contains(&"[sink] sink: 200 frames".to_owned()),
+        "{lines:#?}"
+    );
+    assert!(
+        lines.contains(&"[mid] stage: 139 frames".to_owned()),
+        "the restarted stage should handle frames 61..199: {lines:#?}"
+    );
+}

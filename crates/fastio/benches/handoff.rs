@@ -32,7 +32,9 @@
 //!   for a free one, as iceoryx2's `RetryUntilDelivered` backpressure
 //!   does, while the consumer sleeps on the event like iceoryx2's
 //!   listener), and `fastio_ring_page`: a stream of depth `STREAM_DEPTH`
-//!   (the ring of slots, lock-free) with the same waits.
+//!   (the ring of slots, lock-free) with the same waits;
+//!   `fastio_ring_spin_page`, the same with both sides spinning (the peer
+//!   of iceoryx2's polling subscriber, `iceoryx2_poll_page`).
 
 mod handoff_common;
 
@@ -79,10 +81,10 @@ struct Producer {
 }
 
 /// The stream a batch uses: depth 1 for the round trips (`r`, `y`), the
-/// stream depth for throughput (`R`).
+/// stream depth for throughput (`R` sleeping, `Y` spinning).
 fn ring_name(cmd: u8, size: usize) -> String {
     match cmd {
-        b'R' => format!("ring-{size}"),
+        b'R' | b'Y' => format!("ring-{size}"),
         _ => format!("ring1-{size}"),
     }
 }
@@ -124,7 +126,11 @@ impl Producer {
     /// The producer of the stream `batch` uses, made on first use.
     fn ring(&mut self, batch: Batch) -> String {
         let name = ring_name(batch.cmd, batch.size);
-        let depth = if batch.cmd == b'R' { STREAM_DEPTH } else { 1 };
+        let depth = if matches!(batch.cmd, b'R' | b'Y') {
+            STREAM_DEPTH
+        } else {
+            1
+        };
         let warm = &self.warm;
         self.rings.entry(name.clone()).or_insert_with(|| {
             let opts = StreamOptions::new(Primitive::UInt8, &[batch.size]).depth(depth);
@@ -149,7 +155,11 @@ impl Producer {
     }
 
     fn ring_stream(&mut self, batch: Batch) -> Duration {
-        self.warm.set_wait_spin(STREAM_BACKPRESSURE_SPIN);
+        self.warm.set_wait_spin(if batch.cmd == b'Y' {
+            spin_budget(b'Y')
+        } else {
+            STREAM_BACKPRESSURE_SPIN
+        });
         let name = self.ring(batch);
         let t0 = Instant::now();
         self.consumer.begin(batch);
@@ -198,9 +208,9 @@ impl Producer {
 const STREAM_BACKPRESSURE_SPIN: Duration = Duration::from_millis(1);
 
 /// How long waits spin before they sleep: long enough to cover any
-/// handoff in the spinning variants (`x`, `y`), zero otherwise.
+/// handoff in the spinning variants (`x`, `y`, `Y`), zero otherwise.
 fn spin_budget(cmd: u8) -> Duration {
-    if cmd == b'x' || cmd == b'y' {
+    if matches!(cmd, b'x' | b'y' | b'Y') {
         Duration::from_secs(1)
     } else {
         Duration::ZERO
@@ -272,9 +282,11 @@ fn stream(g: &mut BenchmarkGroup<'_, WallTime>, p: &mut Producer) {
         g.bench_function(BenchmarkId::new("fastio_warm_page", label), |b| {
             b.iter_custom(|iters| p.fastio_stream(batch_of(b'W', Touch::Page, size, iters)))
         });
-        g.bench_function(BenchmarkId::new("fastio_ring_page", label), |b| {
-            b.iter_custom(|iters| p.ring_stream(batch_of(b'R', Touch::Page, size, iters)))
-        });
+        for (name, cmd) in [("fastio_ring_page", b'R'), ("fastio_ring_spin_page", b'Y')] {
+            g.bench_function(BenchmarkId::new(name, label), |b| {
+                b.iter_custom(|iters| p.ring_stream(batch_of(cmd, Touch::Page, size, iters)))
+            });
+        }
     }
 }
 
@@ -314,7 +326,7 @@ fn child(path: &str) {
                     sum = sum.wrapping_add(batch.touch.consume(&m));
                     m.free().unwrap();
                 }
-                b'r' | b'y' | b'R' => {
+                b'r' | b'y' | b'R' | b'Y' => {
                     let name = ring_name(batch.cmd, batch.size);
                     let rx = rings
                         .entry(name.clone())

@@ -38,9 +38,15 @@ use crate::shape::{c_strides, element_count};
 ///
 /// # Invariants
 ///
-/// Every `Array` satisfies these; the one validating
-/// constructor (`Array::build`) every other constructor and view goes through, checks them
-/// (the checks cite the numbers):
+/// Every `Array` satisfies these. `Array::checked` checks them (the
+/// checks cite the numbers) and is the only place an `Array` value is made:
+/// the private `Checked` field keeps every other module from writing an
+/// `Array { .. }` literal or `..other` update. `Array::build` (which
+/// first turns leading fixed dimensions of the element type into
+/// dimensions) and every constructor and view go through it; the only
+/// changes made after it are of the flags, in this module, and they only
+/// take rights away (`restricted`) or record that the data was frozen
+/// (`into_immutable`).
 ///
 /// 1. `shape.len() == strides.len()`.
 /// 2. The element type has a fixed data size, and `meta` holds exactly one
@@ -66,7 +72,14 @@ pub struct Array {
     /// `metadata_layout()`: `var` dimensions, nested strided dimensions,
     /// and the pools of strings and bytes.
     pub(crate) meta: Vec<Meta>,
+    /// Made only by [`Array::checked`].
+    _checked: Checked,
 }
+
+/// Proof that an [`Array`] went through [`Array::checked`] (private: no
+/// other module can make one).
+#[derive(Clone, Copy)]
+struct Checked;
 
 impl std::fmt::Debug for Array {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -120,6 +133,20 @@ impl Array {
             strides.push(stride);
             element = inner;
         }
+        Array::checked(block, offset, element, shape, strides, flags, meta)
+    }
+
+    /// Checks the [invariants](Array#invariants) and makes the array, with
+    /// exactly these parts: the one place an `Array` is made.
+    pub(crate) fn checked(
+        block: MemoryBlock,
+        offset: usize,
+        element: Type,
+        shape: Vec<usize>,
+        strides: Vec<isize>,
+        flags: AccessFlags,
+        meta: Vec<Meta>,
+    ) -> Result<Array> {
         // Invariant 1.
         if shape.len() != strides.len() {
             return Err(Error::TypeMismatch(format!(
@@ -172,7 +199,16 @@ impl Array {
             block,
             flags,
             meta,
+            _checked: Checked,
         })
+    }
+
+    /// This array keeping only those of its rights that `keep` names
+    /// (invariant 5; invariants 1–4 do not involve the flags).
+    pub(crate) fn restricted(&self, keep: AccessFlags) -> Array {
+        let mut a = self.clone();
+        a.flags = a.flags.intersection(keep);
+        a
     }
 
     fn flags_for(block: &MemoryBlock) -> AccessFlags {
@@ -465,9 +501,7 @@ impl Array {
 
     /// A view that may not be written.
     pub fn read_only(&self) -> Array {
-        let mut a = self.clone();
-        a.flags = a.flags.without_write();
-        a
+        self.restricted(AccessFlags::READ.union(AccessFlags::IMMUTABLE))
     }
 
     /// Makes this array's data immutable for good: succeeds only when no

@@ -43,8 +43,14 @@ impl AccessFlags {
         self.contains(AccessFlags::IMMUTABLE)
     }
 
-    pub(crate) const fn without_write(self) -> AccessFlags {
-        AccessFlags(self.0 & !2)
+    /// The bits set in both.
+    pub(crate) const fn intersection(self, other: AccessFlags) -> AccessFlags {
+        AccessFlags(self.0 & other.0)
+    }
+
+    /// The bits set in either.
+    pub(crate) const fn union(self, other: AccessFlags) -> AccessFlags {
+        AccessFlags(self.0 | other.0)
     }
 }
 

@@ -206,10 +206,11 @@ impl Array {
 
     /// Reverses the order of the dimensions.
     pub fn transpose(&self) -> Array {
-        let mut a = self.clone();
-        a.shape.reverse();
-        a.strides.reverse();
-        a
+        let order: Vec<usize> = (0..self.shape.len()).rev().collect();
+        // A permutation of the dimensions of a valid array is valid: the
+        // same (size, stride) pairs reach the same bytes.
+        self.permute(&order)
+            .expect("reversed dimensions are a permutation of a valid array's")
     }
 
     /// Reorders the dimensions: dimension `i` of the view is dimension
@@ -226,10 +227,15 @@ impl Array {
                 "{order:?} is not a permutation of {nd} dimensions"
             )));
         }
-        let mut a = self.clone();
-        a.shape = order.iter().map(|&d| self.shape[d]).collect();
-        a.strides = order.iter().map(|&d| self.strides[d]).collect();
-        Ok(a)
+        Array::checked(
+            self.block.clone(),
+            self.offset,
+            self.element.clone(),
+            order.iter().map(|&d| self.shape[d]).collect(),
+            order.iter().map(|&d| self.strides[d]).collect(),
+            self.flags,
+            self.meta.clone(),
+        )
     }
 
     /// A view with another shape of the same number of elements, without

@@ -218,11 +218,15 @@ impl Array {
 
     /// String-to-string assignment with transcoding (see [`Array::assign`]).
     pub(crate) fn assign_strings(&self, src: &Array, src_strides: &[isize]) -> Result<()> {
-        let src_view = Array {
-            shape: self.shape.clone(),
-            strides: src_strides.to_vec(),
-            ..src.clone()
-        };
+        let src_view = Array::checked(
+            src.block.clone(),
+            src.offset,
+            src.element.clone(),
+            self.shape.clone(),
+            src_strides.to_vec(),
+            src.flags,
+            src.meta.clone(),
+        )?;
         let texts: Vec<String> = src_view
             .element_offsets()
             .into_iter()

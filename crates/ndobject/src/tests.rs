@@ -356,10 +356,7 @@ fn misaligned_fixed_strings_are_read_and_transcoded() {
 #[test]
 fn arrays_without_read_access_give_errors_not_data() {
     let a = Array::from_slice(&[1u8, 2, 3], &[3]).unwrap();
-    let no_read = Array {
-        flags: AccessFlags::WRITE,
-        ..a.clone()
-    };
+    let no_read = a.restricted(AccessFlags::WRITE);
     assert!(matches!(no_read.to_bytes(), Err(Error::NotWritable(_))));
     assert!(no_read.to_contiguous().is_err());
     assert!(no_read.cast(&ty("int32"), M::None).is_err());

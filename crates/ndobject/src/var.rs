@@ -200,11 +200,15 @@ impl Array {
             }
         }
         meta.extend_from_slice(&self.meta[used..]);
-        Ok(Array {
+        Array::checked(
+            self.block.clone(),
+            self.offset,
             element,
+            self.shape.clone(),
+            self.strides.clone(),
+            self.flags,
             meta,
-            ..self.clone()
-        })
+        )
     }
 
     /// A 1-dimensional array of ragged rows: element type `var * T`, the

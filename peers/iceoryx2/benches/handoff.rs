@@ -16,7 +16,9 @@
 //!     shows what busy-waiting buys on this machine.
 //! * `stream/<size>` (throughput): `iceoryx2_page`, samples sent back to
 //!   back, the subscriber's buffer holding `STREAM_DEPTH` of them, the
-//!   publisher retrying until delivered when it is full.
+//!   publisher retrying until delivered when it is full, the subscriber
+//!   sleeping on its listener; `iceoryx2_poll_page`, the same with the
+//!   subscriber spinning on `receive` (and no notifications).
 
 #[path = "../../../crates/fastio/benches/handoff_common/mod.rs"]
 mod handoff_common;
@@ -242,8 +244,9 @@ impl Producer {
     fn stream(&self, consumer: &mut Consumer, batch: Batch) -> Duration {
         let t0 = Instant::now();
         consumer.begin(batch);
+        let notify = batch.cmd != b'P';
         for seq in 0..batch.iters {
-            self.send(batch.size, seq, true);
+            self.send(batch.size, seq, notify);
         }
         consumer.wait_ack();
         t0.elapsed()
@@ -276,19 +279,21 @@ fn stream(g: &mut BenchmarkGroup<'_, WallTime>, node: &Node<S>, consumer: &mut C
     for (size, label) in STREAM_SIZES {
         g.throughput(Throughput::Bytes(size as u64));
         let p = Producer::new(node, size, consumer);
-        g.bench_function(BenchmarkId::new("iceoryx2_page", label), |b| {
-            b.iter_custom(|iters| {
-                p.stream(
-                    consumer,
-                    Batch {
-                        cmd: b's',
-                        touch: Touch::Page,
-                        size,
-                        iters,
-                    },
-                )
-            })
-        });
+        for (name, cmd) in [("iceoryx2_page", b's'), ("iceoryx2_poll_page", b'P')] {
+            g.bench_function(BenchmarkId::new(name, label), |b| {
+                b.iter_custom(|iters| {
+                    p.stream(
+                        consumer,
+                        Batch {
+                            cmd,
+                            touch: Touch::Page,
+                            size,
+                            iters,
+                        },
+                    )
+                })
+            });
+        }
     }
 }
 
@@ -323,13 +328,13 @@ fn child(path: &str) {
             continue;
         }
         let p = ports.as_ref().expect("a size was opened");
-        let sleep = batch.cmd != b'p';
+        let sleep = !matches!(batch.cmd, b'p' | b'P');
         for seq in 0..batch.iters {
             let sample = next(|| p.sub.receive().unwrap(), &p.listener, sleep);
             assert_eq!(sample.payload().len(), batch.size);
             sum = sum.wrapping_add(batch.touch.consume(sample.payload()));
             drop(sample);
-            if batch.cmd != b's' {
+            if !matches!(batch.cmd, b's' | b'P') {
                 p.ack.send_copy(seq).unwrap();
                 if sleep {
                     p.ack_notifier.notify().unwrap();

@@ -16,7 +16,10 @@
 //! `FAIL_AT=k` makes the operator return an error at step `k` (its loop is
 //! abandoned: its outputs fail). `DIE_AT=k` makes the operator SIGKILL itself at step `k` while it holds
 //! its inputs and has half written its output; with `DIE_ONCE=FILE` only
-//! the first time (the file marks it). A wrong word exits 4.
+//! the first time (the file marks it). `DIE_AFTER_PUBLISH=k` makes a stage
+//! publish its output of step `k` and SIGKILL itself while it still holds
+//! the input (its restart must not deliver that frame again). A wrong
+//! word exits 4.
 
 #![forbid(unsafe_code)]
 
@@ -75,11 +78,8 @@ fn maybe_die(step: &Step, out: Option<&str>) -> Result {
     if env_u64("DIE_AT") != Some(step.seq()) {
         return Ok(());
     }
-    if let Ok(marker) = std::env::var("DIE_ONCE") {
-        if std::path::Path::new(&marker).exists() {
-            return Ok(());
-        }
-        std::fs::write(&marker, b"died")?;
+    if !first_death()? {
+        return Ok(());
     }
     if let Some(o) = out {
         let mut slot = step.output(o)?;
@@ -88,6 +88,23 @@ fn maybe_die(step: &Step, out: Option<&str>) -> Result {
         b[..half].fill(0xEE);
     }
     eprintln!("dying at frame {}", step.seq());
+    die()
+}
+
+/// Whether to die now: always, or with `DIE_ONCE=FILE` only the first
+/// time (the file marks it).
+fn first_death() -> Result<bool> {
+    if let Ok(marker) = std::env::var("DIE_ONCE") {
+        if std::path::Path::new(&marker).exists() {
+            return Ok(false);
+        }
+        std::fs::write(&marker, b"died")?;
+    }
+    Ok(true)
+}
+
+/// SIGKILLs this process.
+fn die() -> Result {
     let _ = std::process::Command::new("kill")
         .args(["-9", &std::process::id().to_string()])
         .status();
@@ -146,6 +163,15 @@ fn run() -> Result {
                 slot.set_shape(first.shape())?;
                 fill(step.seq(), stages + 1, slot.bytes_mut()?);
                 drop(slot);
+                if env_u64("DIE_AFTER_PUBLISH") == Some(step.seq()) && first_death()? {
+                    // Keep the input past the step: dropping the step
+                    // publishes the output, the input stays held.
+                    let _held = step.input_shared(&inputs[0])?.clone();
+                    let seq = step.seq();
+                    drop(step);
+                    eprintln!("dying after publishing frame {seq}");
+                    die()?;
+                }
                 count += 1;
                 if let Some(d) = slow {
                     std::thread::sleep(d);

@@ -35,8 +35,9 @@ pub const SIZES: [(usize, &str); 6] = [
     (256 << 20, "256MiB"),
 ];
 
-/// Payload sizes of the stream group (throughput matters from 64 KiB on).
-pub const STREAM_SIZES: [(usize, &str); 4] = [
+/// Payload sizes of the stream group.
+pub const STREAM_SIZES: [(usize, &str); 5] = [
+    (4 << 10, "4KiB"),
     (64 << 10, "64KiB"),
     (1 << 20, "1MiB"),
     (16 << 20, "16MiB"),
