@@ -3,6 +3,7 @@
 //! back to the same type.
 
 #![no_main]
+#![forbid(unsafe_code)]
 
 use libfuzzer_sys::fuzz_target;
 

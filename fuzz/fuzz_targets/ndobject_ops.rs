@@ -4,6 +4,7 @@
 //! error, never panics, and views always agree with a contiguous copy.
 
 #![no_main]
+#![forbid(unsafe_code)]
 
 use dtype::Type;
 use libfuzzer_sys::fuzz_target;

@@ -3,6 +3,7 @@
 //! and every view must lie inside the mapped file.
 
 #![no_main]
+#![forbid(unsafe_code)]
 
 use std::io::Write;
 

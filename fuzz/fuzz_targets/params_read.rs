@@ -4,6 +4,7 @@
 //! accepted file must write back to bytes that read to the same dict.
 
 #![no_main]
+#![forbid(unsafe_code)]
 
 use libfuzzer_sys::fuzz_target;
 use params_io::ReadOptions;

@@ -3,6 +3,7 @@
 //! panic, and stay within the parser's budgets (bounded time and memory).
 
 #![no_main]
+#![forbid(unsafe_code)]
 
 use fastio_pipeline::Definition;
 use libfuzzer_sys::fuzz_target;

@@ -2,6 +2,7 @@
 //! segment image: every input must be rejected or accepted cleanly, never
 //! panic or fault.
 #![no_main]
+#![forbid(unsafe_code)]
 
 use libfuzzer_sys::fuzz_target;
 use shm_core::{Access, Segment, header};

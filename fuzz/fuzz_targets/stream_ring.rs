@@ -3,6 +3,7 @@
 //! must validate every header value, and no step may panic or index out of
 //! bounds, whatever another process wrote into the words.
 #![no_main]
+#![forbid(unsafe_code)]
 
 use std::sync::atomic::AtomicU64;
 

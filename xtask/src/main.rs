@@ -3,6 +3,8 @@
 //! Every subcommand runs the same tools a developer would run by hand, in
 //! the workspace root, and stops at the first failure with its output.
 
+#![forbid(unsafe_code)]
+
 mod bench;
 mod bench_chain;
 mod bench_params;

@@ -1,6 +1,7 @@
 //! Datashape parse and print throughput.
 
 #![allow(missing_docs)]
+#![forbid(unsafe_code)]
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use std::hint::black_box;

@@ -4,6 +4,8 @@
 //! (`strided`, `unaligned`, byte order, `bfloat16`, `bytes` and `ucs2`
 //! have no Blaze counterpart and are not listed.)
 
+#![forbid(unsafe_code)]
+
 const SHAPES: &[&str] = &[
     "bool",
     "int8",

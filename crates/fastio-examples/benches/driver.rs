@@ -3,6 +3,7 @@
 //! bare spawn and reap of the same binary, in the same run.
 
 #![allow(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::hint::black_box;
 use std::process::{Command, Stdio};

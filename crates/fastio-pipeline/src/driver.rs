@@ -26,6 +26,7 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use fastio::plan::{EntryKind, POISON_PREFIX, stream_env};
 use fastio::{CONTEXT_ENV, Context, ContextOptions, OPERATOR_ENV};
 
+use crate::sys;
 use crate::validate::{IoType, Pipeline};
 
 /// Environment variable naming the pipeline payload directory (`--input`).
@@ -582,22 +583,12 @@ impl LocalDriver {
         }
         let tx = tx.clone();
         std::thread::spawn(move || {
-            let mut status = 0;
-            // SAFETY: an all-zero `rusage` is a valid value of the plain C
-            // struct, which wait4 then fills in.
-            let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-            loop {
-                // SAFETY: wait4 on our own child's pid with valid pointers
-                // to locals; `child` is never waited on by std (it is
-                // leaked below), so the pid is reaped exactly once, here.
-                let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-                if r == pid {
-                    break;
-                }
-                if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-                    break;
-                }
-            }
+            // `child` is never waited on by std (it is leaked below), so
+            // the pid is reaped exactly once, here.
+            let (status, usage) = sys::wait_child(pid).unwrap_or_else(|| {
+                // Not waitable: report it as killed, with no usage.
+                (libc::SIGKILL, sys::no_usage())
+            });
             // Let the readers pass on the last lines first (the exit report
             // quotes stderr), but not forever: a descendant may keep the
             // pipes open.
@@ -695,9 +686,7 @@ pub(crate) fn describe(o: &Outcome) -> String {
 
 /// Sends `sig` to the process group of `pid` (each operator leads its own).
 fn signal_group(pid: i32, sig: i32) {
-    // SAFETY: kill(2) with a negative pid signals that process group; at
-    // worst the group no longer exists (ESRCH), which is ignored.
-    unsafe { libc::kill(-pid, sig) };
+    sys::signal_group(pid, sig);
 }
 
 /// Forwards the lines of `stream` as events until it closes; the returned

@@ -39,11 +39,15 @@
 //! assert!(errors[0].to_string().contains("operators[0].output[0].shape[1]"));
 //! ```
 
+#![deny(unsafe_code)]
+
 mod driver;
 mod load;
 pub mod model;
 mod streaming;
 mod supervise;
+#[allow(unsafe_code)]
+mod sys;
 mod validate;
 
 pub use driver::{

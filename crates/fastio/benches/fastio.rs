@@ -13,6 +13,8 @@
 //!   buffer of the same size.
 //! * the handoff between processes is in `handoff.rs`.
 
+#![forbid(unsafe_code)]
+
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::Arc;

@@ -2,6 +2,8 @@
 //! the context named by `FASTIO_CONTEXT`, maps the published `volume` as an
 //! `ndobject` array over the shared memory, computes its mean, and frees it.
 
+#![forbid(unsafe_code)]
+
 use fastio::Context;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -8,6 +8,8 @@
 //! target/release/examples/producer
 //! ```
 
+#![forbid(unsafe_code)]
+
 use std::process::Command;
 
 use dtype::{Primitive, Type};

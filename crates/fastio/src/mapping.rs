@@ -9,11 +9,12 @@
 //! a cast) faults with `SIGSEGV` when written through. The view is made
 //! once per process, so mapping for reading stays free of system calls.
 //!
-//! With two exceptions this is the only module with `unsafe`: the engine
-//! (`engine.rs`) empties reclaimed blocks (`discard_range`, under the
-//! context mutex), and streams (`stream/mod.rs`) take slot slices from
-//! [`RingRegion`] under the ring's protocol. The argument, used by every
-//! block below:
+//! With three exceptions this is the only module with `unsafe`: the
+//! engine (`engine.rs`) empties reclaimed blocks (`discard_range`, under
+//! the context mutex), streams (`stream/mod.rs`) take slot slices from
+//! [`RingRegion`] under the ring's protocol, and the unit tests
+//! (`context_tests.rs`, test builds only) scribble on a segment to test
+//! recovery. The argument, used by every block below:
 //!
 //! * **Validity.** Every process maps the whole context segment once, for
 //!   as long as any [`Shared`](crate::engine::Shared) of it exists; each

@@ -1,6 +1,7 @@
 //! Casts and copies, each as a ratio to `memcpy` of the same bytes.
 
 #![allow(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::hint::black_box;
 use std::time::Duration;

@@ -1,6 +1,8 @@
 //! Prints the `debug_repr` of an array and of a view into it (DyND's
 //! `a[1]` example), of a string array and of a ragged view.
 
+#![forbid(unsafe_code)]
+
 fn main() -> Result<(), ndobject::Error> {
     let a = ndobject::Array::from_slice(&[1i32, 2, 3, 4, 5, 6], &[2, 3])?;
     print!("{}", a.debug_repr());

@@ -17,6 +17,8 @@
 //! dimensions of size > 1 of non-empty arrays: the others address no
 //! element, and numpy and ndobject choose them differently.
 
+#![forbid(unsafe_code)]
+
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 

@@ -13,6 +13,7 @@
 //! Set `PARAMS_IO_BENCH_MIB` to change the size (default 1024).
 
 #![allow(missing_docs)]
+#![forbid(unsafe_code)]
 
 use std::path::PathBuf;
 use std::time::Duration;

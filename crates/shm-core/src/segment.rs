@@ -429,17 +429,8 @@ impl Segment {
         let len = usize::try_from(len).map_err(|_| Error::InvalidSize("range exceeds memory"))?;
         // SAFETY: the range lies inside this handle's read-write mapping
         // (checked above), which stays mapped while `self` lives.
-        // MADV_POPULATE_WRITE only faults pages in (as a write touch
-        // would, without storing anything): no content changes, nothing is
-        // unmapped, so no reference anyone holds is affected.
-        unsafe {
-            rustix::mm::madvise(
-                p.as_ptr().cast(),
-                len,
-                rustix::mm::Advice::LinuxPopulateWrite,
-            )
-        }
-        .map_err(|e| Error::sys("madvise(MADV_POPULATE_WRITE)")(e.into()))
+        unsafe { sys::populate_write(p.as_ptr().cast(), len) }
+            .map_err(Error::sys("madvise(MADV_POPULATE_WRITE)"))
     }
 
     /// Returns the backing store of `[offset, offset + len)` to the system

@@ -1,7 +1,10 @@
 //! The state every handle of one mapped segment shares: the descriptor,
 //! the mapping, the validated header, and the typed access to the header
-//! and the participant registry. A leaf module: the segment handle
-//! (`segment.rs`), participants and views build on it.
+//! and the participant registry. The segment handle (`segment.rs`) and
+//! views (`mapping.rs`) build on it; it uses the header codec, the one
+//! mapping call (`mapping::map`), the participant registry's slot layout
+//! (`participant::Slot`, whose handles in turn use this state) and the
+//! system calls (`sys.rs`).
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU32 as StdU32, AtomicU64 as StdU64, Ordering};

@@ -1,8 +1,12 @@
-//! Every system call of the crate, in one place.
+//! Every system call the crate makes itself, in one place. (Two go
+//! through libraries instead: memmap2 maps and unmaps segments for
+//! `mapping.rs`, and std lists `/dev/shm` for `reap.rs`.)
 //!
 //! rustix is used throughout; libc only for byte-range OFD locks
 //! (`F_OFD_SETLK`/`F_OFD_GETLK` on a single byte), which rustix's
-//! whole-file `fcntl_lock` cannot express.
+//! whole-file `fcntl_lock` cannot express, and for `F_GETFD` on a
+//! descriptor number that may not be open (rustix takes only descriptors
+//! that are).
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
@@ -309,6 +313,22 @@ fn parse_stat_start_time(stat: &[u8]) -> Option<ProcessState> {
 /// Lets processes spawned from now on inherit `fd` (clears `FD_CLOEXEC`).
 pub(crate) fn set_inheritable(fd: BorrowedFd<'_>) -> io::Result<()> {
     rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::empty()).map_err(io_err)
+}
+
+/// Faults `len` bytes at `ptr` in for writing in one call
+/// (`MADV_POPULATE_WRITE`), as a write touch of every page would, without
+/// storing anything.
+///
+/// # Safety
+///
+/// `[ptr, ptr + len)` lies inside a read-write shared mapping that stays
+/// mapped for the call.
+pub(crate) unsafe fn populate_write(ptr: *mut u8, len: usize) -> io::Result<()> {
+    // SAFETY: the caller's contract; MADV_POPULATE_WRITE changes no
+    // content and unmaps nothing, so no reference anyone holds is
+    // affected.
+    unsafe { rustix::mm::madvise(ptr.cast(), len, rustix::mm::Advice::LinuxPopulateWrite) }
+        .map_err(io_err)
 }
 
 /// A close-on-exec duplicate of descriptor number `raw`, inherited from

@@ -4,6 +4,8 @@
 //! the data. The input is read through a zero-copy `ndobject` view of the
 //! `PROT_READ` shared memory; the box is copied once by the typed kernels.
 
+#![forbid(unsafe_code)]
+
 use fastio::Operator;
 use fastio_examples::Result;
 use ndobject::{AssignErrorMode, Index};

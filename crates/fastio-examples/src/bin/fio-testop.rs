@@ -13,6 +13,8 @@
 //! * `die-writing OUT` — maps OUT for writing, writes half, then SIGKILLs
 //!   itself.
 
+#![forbid(unsafe_code)]
+
 use fastio::Operator;
 use fastio_examples::Result;
 

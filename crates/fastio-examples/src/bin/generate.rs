@@ -3,6 +3,8 @@
 //! channel, written straight into the shared memory the driver
 //! pre-allocated.
 
+#![forbid(unsafe_code)]
+
 use fastio::Operator;
 use fastio_examples::Result;
 

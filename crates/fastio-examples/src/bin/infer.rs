@@ -7,6 +7,8 @@
 //! map; on the first run it is written (deterministically) with
 //! `params-io`.
 
+#![forbid(unsafe_code)]
+
 use std::path::Path;
 
 use dtype::Primitive;

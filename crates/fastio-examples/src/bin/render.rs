@@ -2,6 +2,8 @@
 //! `features` along the first axis, written as a PNG into its stream
 //! output's directory.
 
+#![forbid(unsafe_code)]
+
 use fastio::Operator;
 use fastio_examples::{Result, png_gray8};
 

@@ -2,6 +2,8 @@
 //! its `string` output `summary` (the driver prints strings nobody
 //! consumes).
 
+#![forbid(unsafe_code)]
+
 use fastio::Operator;
 use fastio_examples::Result;
 

@@ -1,0 +1,36 @@
+//! The driver's system calls (the only module of this crate with
+//! `unsafe`; the crate root denies it elsewhere): reaping an operator with
+//! its resource usage, and signalling an operator's process group.
+
+/// Waits for our child `pid` to exit (retrying on `EINTR`): its wait
+/// status and resource usage, or None when it cannot be waited for (not
+/// our child, or already reaped).
+pub(crate) fn wait_child(pid: i32) -> Option<(i32, libc::rusage)> {
+    let mut status = 0;
+    let mut usage = no_usage();
+    loop {
+        // SAFETY: wait4 with valid pointers to locals; the caller owns the
+        // child (nothing else waits for it), so the pid is reaped once.
+        let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+        if r == pid {
+            return Some((status, usage));
+        }
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return None;
+        }
+    }
+}
+
+/// A resource usage of all zeros.
+pub(crate) fn no_usage() -> libc::rusage {
+    // SAFETY: an all-zero `rusage` is a valid value of the plain C struct.
+    unsafe { std::mem::zeroed() }
+}
+
+/// Sends `sig` to the process group led by `pid`.
+pub(crate) fn signal_group(pid: i32, sig: i32) {
+    // SAFETY: kill(2) with a negative pid signals that process group and
+    // touches no memory of ours; at worst the group no longer exists
+    // (ESRCH), which is ignored.
+    unsafe { libc::kill(-pid, sig) };
+}
