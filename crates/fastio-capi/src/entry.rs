@@ -47,21 +47,9 @@ pub const NVIDIA_CLARA_IO_ACCESS_READ_ONLY: c_int = 1;
 /// `IOAccess` read/write (outputs).
 pub const NVIDIA_CLARA_IO_ACCESS_READ_WRITE: c_int = 2;
 
+/// The C code of `p` (the one Clara table, `dtype::clara::ELEMENTS`).
 fn clara_element(p: Primitive) -> nvidia_clara_element_type {
-    match p {
-        Primitive::UInt8 => NVIDIA_CLARA_ELEMENT_TYPE_UINT8,
-        Primitive::UInt16 => NVIDIA_CLARA_ELEMENT_TYPE_UINT16,
-        Primitive::UInt32 => NVIDIA_CLARA_ELEMENT_TYPE_UINT32,
-        Primitive::UInt64 => NVIDIA_CLARA_ELEMENT_TYPE_UINT64,
-        Primitive::Int8 => NVIDIA_CLARA_ELEMENT_TYPE_INT8,
-        Primitive::Int16 => NVIDIA_CLARA_ELEMENT_TYPE_INT16,
-        Primitive::Int32 => NVIDIA_CLARA_ELEMENT_TYPE_INT32,
-        Primitive::Int64 => NVIDIA_CLARA_ELEMENT_TYPE_INT64,
-        Primitive::Float16 => NVIDIA_CLARA_ELEMENT_TYPE_FLOAT16,
-        Primitive::Float32 => NVIDIA_CLARA_ELEMENT_TYPE_FLOAT32,
-        Primitive::Float64 => NVIDIA_CLARA_ELEMENT_TYPE_FLOAT64,
-        _ => NVIDIA_CLARA_ELEMENT_TYPE_UNKNOWN,
-    }
+    dtype::clara::code(p)
 }
 
 /// A Fast I/O entry of the running operator (opaque in C). Owned by its
@@ -573,4 +561,39 @@ pub unsafe extern "C" fn nvidia_clara_fastio_entry__unmap_allocation(
             )),
         }
     })
+}
+
+#[cfg(test)]
+mod clara_codes {
+    use super::*;
+
+    /// The header's constants are the codes of the one Clara table.
+    #[test]
+    fn header_constants_are_the_dtype_table() {
+        let constants = [
+            (Primitive::UInt8, NVIDIA_CLARA_ELEMENT_TYPE_UINT8),
+            (Primitive::UInt16, NVIDIA_CLARA_ELEMENT_TYPE_UINT16),
+            (Primitive::UInt32, NVIDIA_CLARA_ELEMENT_TYPE_UINT32),
+            (Primitive::UInt64, NVIDIA_CLARA_ELEMENT_TYPE_UINT64),
+            (Primitive::Int8, NVIDIA_CLARA_ELEMENT_TYPE_INT8),
+            (Primitive::Int16, NVIDIA_CLARA_ELEMENT_TYPE_INT16),
+            (Primitive::Int32, NVIDIA_CLARA_ELEMENT_TYPE_INT32),
+            (Primitive::Int64, NVIDIA_CLARA_ELEMENT_TYPE_INT64),
+            (Primitive::Float16, NVIDIA_CLARA_ELEMENT_TYPE_FLOAT16),
+            (Primitive::Float32, NVIDIA_CLARA_ELEMENT_TYPE_FLOAT32),
+            (Primitive::Float64, NVIDIA_CLARA_ELEMENT_TYPE_FLOAT64),
+        ];
+        assert_eq!(constants.len(), dtype::clara::ELEMENTS.len());
+        for (p, c) in constants {
+            assert_eq!(clara_element(p), c, "{p:?}");
+        }
+        assert_eq!(
+            clara_element(Primitive::Bool),
+            NVIDIA_CLARA_ELEMENT_TYPE_UNKNOWN
+        );
+        assert_eq!(
+            NVIDIA_CLARA_ELEMENT_TYPE_BYTE,
+            NVIDIA_CLARA_ELEMENT_TYPE_UINT8
+        );
+    }
 }

@@ -156,11 +156,13 @@ pub(crate) fn plan_text(def: &Definition) -> String {
             .collect();
         let ty = match e.kind {
             fastio::plan::EntryKind::String => "string".to_owned(),
-            fastio::plan::EntryKind::Scalar => e.element.clone(),
-            fastio::plan::EntryKind::Array => format!("array<{}>[{}]", e.element, dims.join(", ")),
+            fastio::plan::EntryKind::Scalar => e.element.name().to_owned(),
+            fastio::plan::EntryKind::Array => {
+                format!("array<{}>[{}]", e.element.name(), dims.join(", "))
+            }
         };
         let bytes = if e.is_static() {
-            let elem = dtype::Primitive::from_name(&e.element).map_or(1, |p| p.size());
+            let elem = e.element.size();
             let n: usize = e.shape.iter().map(|d| d.unwrap_or(0)).product();
             (n * elem).to_string()
         } else {

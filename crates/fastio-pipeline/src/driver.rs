@@ -309,7 +309,7 @@ impl LocalDriver {
             .iter()
             .filter(|e| e.is_static() && !streaming)
         {
-            let elem = dtype::Primitive::from_name(&e.element).map_or(1, |p| p.size() as u64);
+            let elem = e.element.size() as u64;
             let n: u64 = e.shape.iter().map(|d| d.unwrap_or(0) as u64).product();
             // Size classes round up by at most 1/8, plus a page.
             bytes += n * elem + n * elem / 8 + 4096;
@@ -330,9 +330,7 @@ impl LocalDriver {
     fn prepare(&self, ctx: &Context) -> Result<(), DriverError> {
         self.pipeline.plan.publish(ctx)?;
         for e in self.pipeline.plan.entries.iter().filter(|e| e.is_static()) {
-            let element = dtype::Type::primitive(
-                dtype::Primitive::from_name(&e.element).unwrap_or(dtype::Primitive::UInt8),
-            );
+            let element = dtype::Type::primitive(e.element);
             let shape: Vec<usize> = e.shape.iter().map(|d| d.unwrap_or(0)).collect();
             let mut a = ctx.create_array(element, &shape)?;
             a.map_mut()?.fill(0);

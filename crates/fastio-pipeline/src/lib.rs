@@ -30,7 +30,7 @@
 //! let def = Definition::parse("demo.yaml", yaml, &[]).unwrap();
 //! let entry = &def.pipeline.plan.entries[0];
 //! assert_eq!(entry.name, "producer/volume");
-//! assert_eq!(entry.element, "float32");
+//! assert_eq!(entry.element, dtype::Primitive::Float32);
 //! assert_eq!(def.pipeline.schedule, [vec![0], vec![1]]);
 //!
 //! let bad = yaml.replace("shape: [3, -1]}\n- name: consumer", "shape: [3, -2]}\n- name: consumer");
@@ -57,7 +57,7 @@ pub use driver::{
 pub use fastio::plan::{STREAM_ENV_PREFIX, stream_env};
 pub use load::{Diagnostic, MAX_DEFINITION_BYTES, Severity};
 pub use supervise::StreamRate;
-pub use validate::{InputDef, IoType, MAX_NAME_LEN, OperatorDef, OutputDef, Pipeline, primitive};
+pub use validate::{InputDef, IoType, MAX_NAME_LEN, OperatorDef, OutputDef, Pipeline};
 
 /// A checked pipeline definition and the warnings about it.
 #[derive(Debug, Clone)]

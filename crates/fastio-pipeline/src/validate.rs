@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 
 use dtype::Primitive;
+use dtype::clara::primitive;
 use fastio::plan::{EntryKind, EntryPlan, OperatorPlan, Plan};
 use serde_saphyr::{Location, Spanned};
 
@@ -129,25 +130,6 @@ fn valid_name(s: &str) -> bool {
         && s.len() <= MAX_NAME_LEN
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
-/// The canonical primitive of an element-type name (Clara's primitives and
-/// their short names).
-pub fn primitive(name: &str) -> Option<Primitive> {
-    Some(match name {
-        "uint8" | "u8" => Primitive::UInt8,
-        "uint16" | "u16" => Primitive::UInt16,
-        "uint32" | "u32" => Primitive::UInt32,
-        "uint64" | "u64" => Primitive::UInt64,
-        "int8" | "i8" => Primitive::Int8,
-        "int16" | "i16" => Primitive::Int16,
-        "int32" | "i32" => Primitive::Int32,
-        "int64" | "i64" => Primitive::Int64,
-        "float16" | "f16" => Primitive::Float16,
-        "float32" | "f32" => Primitive::Float32,
-        "float64" | "f64" => Primitive::Float64,
-        _ => return None,
-    })
 }
 
 fn check_name(r: &mut Report, name: &Spanned<String>, path: &str, what: &str) {
@@ -659,7 +641,7 @@ fn plan(pipeline: &str, ops: &[OperatorDef]) -> Plan {
                 key: name.to_ascii_lowercase(),
                 name,
                 kind,
-                element: element.name().to_owned(),
+                element,
                 shape,
                 producer: i,
                 consumers: Vec::new(),
@@ -723,7 +705,5 @@ operators:
         assert!(!valid_name("op 1"));
         assert!(!valid_name(""));
         assert!(!valid_name(&"a".repeat(256)));
-        assert_eq!(primitive("f32"), Some(Primitive::Float32));
-        assert_eq!(primitive("bool"), None);
     }
 }

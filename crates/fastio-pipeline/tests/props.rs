@@ -256,7 +256,7 @@ proptest! {
                 prop_assert_eq!(&e.key, &name.to_ascii_lowercase());
                 prop_assert_eq!(&e.name, &name);
                 prop_assert_eq!(e.kind, kind);
-                prop_assert_eq!(e.element.as_str(), element);
+                prop_assert_eq!(e.element.name(), element);
                 prop_assert_eq!(&e.shape, &shape);
                 prop_assert_eq!(e.producer, i);
                 let mut want = consumers.get(&(i, k)).cloned().unwrap_or_default();

@@ -853,13 +853,13 @@ operators:
         let scalar = &entries[2 * k];
         assert_eq!(scalar.name, format!("gen/s-{long}"));
         assert_eq!(scalar.kind, EntryKind::Scalar);
-        assert_eq!(scalar.element, long);
+        assert_eq!(scalar.element.name(), long);
         assert_eq!(scalar.shape, [Some(1)]);
         assert_eq!(scalar.consumers, [1]);
         let array = &entries[2 * k + 1];
         assert_eq!(array.name, format!("gen/a-{long}"));
         assert_eq!(array.kind, EntryKind::Array);
-        assert_eq!(array.element, long);
+        assert_eq!(array.element.name(), long);
         assert_eq!(array.shape, [Some(2), None]);
         assert_eq!(array.consumers, [1]);
         assert_eq!(
@@ -870,7 +870,7 @@ operators:
             def.pipeline.operators[1].inputs[2 * k].ty,
             IoType::Scalar(p)
         );
-        assert_eq!(fastio_pipeline::primitive(long), Some(p));
+        assert_eq!(dtype::clara::primitive(long), Some(p));
     }
 }
 
@@ -1388,7 +1388,7 @@ operators:
     assert_eq!(e[0].name, "Gen/Volume");
     assert_eq!(e[0].key, "gen/volume");
     assert_eq!(e[0].kind, EntryKind::Array);
-    assert_eq!(e[0].element, "float32");
+    assert_eq!(e[0].element.name(), "float32");
     assert_eq!(e[0].shape, [Some(3), None, None, Some(5)]);
     assert_eq!(e[0].dynamic_indices(), [1, 2]);
     assert!(!e[0].is_static());
@@ -1397,7 +1397,7 @@ operators:
 
     assert_eq!(e[1].name, "Gen/count");
     assert_eq!(e[1].kind, EntryKind::Scalar);
-    assert_eq!(e[1].element, "int64");
+    assert_eq!(e[1].element.name(), "int64");
     assert_eq!(e[1].shape, [Some(1)]);
     assert!(e[1].is_static());
     assert_eq!(e[1].producer, 0);
@@ -1405,7 +1405,7 @@ operators:
 
     assert_eq!(e[2].name, "Gen/label");
     assert_eq!(e[2].kind, EntryKind::String);
-    assert_eq!(e[2].element, "uint8");
+    assert_eq!(e[2].element.name(), "uint8");
     assert_eq!(e[2].shape, [None]);
     assert!(!e[2].is_static());
     assert_eq!(e[2].producer, 0);
@@ -1413,7 +1413,7 @@ operators:
 
     assert_eq!(e[3].name, "left/out");
     assert_eq!(e[3].kind, EntryKind::Scalar);
-    assert_eq!(e[3].element, "uint8");
+    assert_eq!(e[3].element.name(), "uint8");
     assert_eq!(e[3].producer, 1);
     assert_eq!(e[3].consumers, [3]);
     assert_eq!(e[4].name, "right/out");

@@ -60,14 +60,14 @@ fn seed001_static_outputs_are_preallocated() {
     assert_eq!(e.len(), 2);
     assert_eq!(e[0].name, "operator-static/dicom-data-in-shared-memory");
     assert_eq!(e[0].kind, EntryKind::Array);
-    assert_eq!(e[0].element, "float32");
+    assert_eq!(e[0].element.name(), "float32");
     assert_eq!(e[0].shape, [Some(3), Some(224), Some(255), Some(127)]);
     assert!(e[0].is_static());
     assert!(e[0].dynamic_indices().is_empty());
     // "effectively an array with shape = [1] and element-type = float32"
     assert_eq!(e[1].name, "operator-static/my-second-fastio-output");
     assert_eq!(e[1].kind, EntryKind::Scalar);
-    assert_eq!(e[1].element, "float32");
+    assert_eq!(e[1].element.name(), "float32");
     assert_eq!(e[1].shape, [Some(1)]);
     assert!(e[1].is_static());
     assert!(e.iter().all(|x| x.producer == 0 && x.consumers.is_empty()));
@@ -82,14 +82,14 @@ fn seed001_dynamic_outputs_are_not_preallocated() {
     assert_eq!(e.len(), 2);
     assert_eq!(e[0].name, "operator-dynamic/dicom-data-in-shared-memory");
     assert_eq!(e[0].kind, EntryKind::Array);
-    assert_eq!(e[0].element, "float32");
+    assert_eq!(e[0].element.name(), "float32");
     assert_eq!(e[0].shape, [Some(3), None, None, None]);
     assert!(!e[0].is_static());
     assert_eq!(e[0].dynamic_indices(), [1, 2, 3]);
     // "effectively an array of shape = [-1] and element-type = uint8"
     assert_eq!(e[1].name, "operator-dynamic/my-second-fastio-output");
     assert_eq!(e[1].kind, EntryKind::String);
-    assert_eq!(e[1].element, "uint8");
+    assert_eq!(e[1].element.name(), "uint8");
     assert_eq!(e[1].shape, [None]);
     assert!(!e[1].is_static());
     assert_eq!(e[1].dynamic_indices(), [0]);

@@ -23,7 +23,7 @@
 
 use std::sync::OnceLock;
 
-use dtype::{Primitive, Type};
+use dtype::Type;
 use ndobject::{Array, Element};
 
 use crate::allocation::Allocation;
@@ -35,14 +35,10 @@ use crate::plan::{EntryKind, EntryPlan, POISON_PREFIX, Plan};
 /// Environment variable that names the operator a process runs as.
 pub const OPERATOR_ENV: &str = "FASTIO_OPERATOR";
 
-/// Access to an entry, as Clara's `IOAccess`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
-    /// An input: read only.
-    ReadOnly,
-    /// An output: read and write.
-    ReadWrite,
-}
+/// Access to an entry, as Clara's `IOAccess`: `ReadOnly` for an input,
+/// `ReadWrite` for an output. The same type as a segment's mapping access
+/// (one name, one thing: an input is mapped `PROT_READ`).
+pub use shm_core::Access;
 
 /// One input or output of the running operator.
 #[derive(Debug)]
@@ -63,20 +59,10 @@ pub struct Entry {
     published: OnceLock<(Vec<usize>, Type)>,
 }
 
-fn element_type(plan: &EntryPlan) -> Result<Type> {
-    let p = Primitive::from_name(&plan.element).ok_or_else(|| {
-        Error::Plan(format!(
-            "entry {}: unknown element type {:?}",
-            plan.name, plan.element
-        ))
-    })?;
-    Ok(Type::primitive(p))
-}
-
 impl Entry {
     fn new(ctx: &Context, plan: &Plan, index: usize, access: Access) -> Result<Entry> {
         let e = plan.entries[index].clone();
-        let element = element_type(&e)?;
+        let element = Type::primitive(e.element);
         let shape = e.shape.iter().map(|d| d.unwrap_or(0)).collect();
         let mut entry = Entry {
             ctx: ctx.clone(),

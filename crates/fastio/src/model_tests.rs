@@ -215,7 +215,7 @@ fn observed(w: &World, m: &Model) -> (Vec<bool>, BTreeMap<String, AllocId>, Vec<
     let holds = (0..PARTICIPANTS)
         .flat_map(|p| m.known.iter().map(move |&id| (p, id)))
         .map(|(p, id)| {
-            let e = t.entry(id.idx, w.me[p].slot);
+            let e = t.holds(id.idx, w.me[p].slot);
             if t.is_live(id) && e.token == w.me[p].token {
                 e.holds
             } else {

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::heap::{class_of, class_of_block as heap_class, first_fit};
 use crate::layout::{MAX_TYPE_LEN, hdr};
 use crate::names::{Meta, validate_name};
-use crate::table::{ACTIVE, AllocId, CREATING, DOOMED, Entry, FREE, Me, Table, rec};
+use crate::table::{ACTIVE, AllocId, CREATING, DOOMED, FREE, Holds, Me, Table, rec};
 
 /// A block to give back to the system (heap offset, length), after the
 /// mutex is released.
@@ -139,10 +139,10 @@ impl Table<'_> {
 
     /// Makes record `id.idx` live with one hold of `me`.
     fn activate(&self, id: AllocId, size: u64, me: Me) {
-        self.set_entry(
+        self.set_holds(
             id.idx,
             me.slot,
-            Entry {
+            Holds {
                 token: me.token,
                 holds: 1,
                 reads: 0,
@@ -312,7 +312,7 @@ impl Table<'_> {
         if self.checked_state(id)? == DOOMED {
             return Err(Error::Freed);
         }
-        let e = self.entry(id.idx, me.slot);
+        let e = self.holds(id.idx, me.slot);
         if e.token != me.token || e.holds == 0 {
             return Err(Error::corrupt(
                 "mapping an allocation this process does not hold",

@@ -7,6 +7,7 @@
 //! serde encoding (postcard), published as [`PLAN_NAME`]. Operators read it
 //! back ([`crate::Operator::from_env`]): they need no YAML.
 
+use dtype::Primitive;
 use serde::{Deserialize, Serialize};
 
 use crate::context::Context;
@@ -66,8 +67,10 @@ pub struct EntryPlan {
     pub key: String,
     /// What it holds.
     pub kind: EntryKind,
-    /// The element type's name (`float32`, ...; `uint8` for strings).
-    pub element: String,
+    /// The element type (`uint8` for strings); in the encoding, its name,
+    /// checked when the plan is decoded.
+    #[serde(with = "element_name")]
+    pub element: Primitive,
     /// The declared shape; `None` marks a dynamic dimension (`-1` or `0` in
     /// the definition).
     pub shape: Vec<Option<usize>>,
@@ -146,12 +149,7 @@ impl StreamingPlan {
             .entries
             .get(e)
             .ok_or_else(|| Error::Plan(format!("no entry {e}")))?;
-        let element = dtype::Primitive::from_name(&entry.element).ok_or_else(|| {
-            Error::Plan(format!(
-                "entry {}: unknown element type {:?}",
-                entry.name, entry.element
-            ))
-        })?;
+        let element = entry.element;
         let max = self
             .max_shapes
             .get(e)
@@ -278,7 +276,7 @@ mod tests {
                 name: "Gen/vol".into(),
                 key: "gen/vol".into(),
                 kind: EntryKind::Array,
-                element: "float32".into(),
+                element: Primitive::Float32,
                 shape: vec![Some(3), None],
                 producer: 0,
                 consumers: vec![1],
@@ -313,6 +311,24 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_element_name_in_the_encoding_is_a_plan_error() {
+        let bytes = sample().encode().unwrap();
+        let at = bytes
+            .windows(7)
+            .position(|w| w == b"float32")
+            .expect("the element travels by name");
+        let mut bad = bytes.clone();
+        bad[at..at + 7].copy_from_slice(b"float99");
+        // postcard keeps no custom message: a decode error, typed.
+        assert!(matches!(Plan::decode(&bad), Err(Error::Plan(m)) if m.contains("cannot decode")));
+        bad[at..at + 7].copy_from_slice(b"float64");
+        assert_eq!(
+            Plan::decode(&bad).unwrap().entries[0].element,
+            Primitive::Float64
+        );
+    }
+
+    #[test]
     fn plans_round_trip_and_bad_bytes_are_errors() {
         let p = sample();
         let bytes = p.encode().unwrap();
@@ -332,5 +348,23 @@ mod tests {
         let mut twice = p;
         twice.entries.push(twice.entries[0].clone());
         assert!(Plan::decode(&twice.encode().unwrap()).is_err());
+    }
+}
+
+/// An element type in the plan's encoding: its name (`float32`), so that
+/// the encoding does not depend on `Primitive`'s order; decoding refuses a
+/// name that is not a primitive's.
+mod element_name {
+    use dtype::Primitive;
+    use serde::{Deserialize, Deserializer, Serializer, de::Error as _};
+
+    pub(super) fn serialize<S: Serializer>(p: &Primitive, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(p.name())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Primitive, D::Error> {
+        let name = <&str>::deserialize(d)?;
+        Primitive::from_name(name)
+            .ok_or_else(|| D::Error::custom(format!("unknown element type {name:?}")))
     }
 }

@@ -15,7 +15,7 @@ use crate::heap::class_of_block;
 use crate::layout::{NUM_CLASSES, hdr};
 use crate::names::{PUBLISHED, TOMB};
 use crate::ops::Discard;
-use crate::table::{ACTIVE, CREATING, DOOMED, Entry, FREE, Table, rec};
+use crate::table::{ACTIVE, CREATING, DOOMED, FREE, Holds, Table, rec};
 
 /// What a recovery did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -68,11 +68,11 @@ impl Table<'_> {
                         return Err(Error::corrupt(format!("live record {i} has no block")));
                     }
                     for s in 0..self.l.participants {
-                        let e = self.entry(i, s);
-                        if e != Entry::split(0) && !is_alive(e.token) {
+                        let e = self.holds(i, s);
+                        if e != Holds::split(0) && !is_alive(e.token) {
                             report.dead_holds += u64::from(e.holds);
                             report.dead_mappings += u64::from(e.reads);
-                            self.set_entry(i, s, Entry::split(0));
+                            self.set_holds(i, s, Holds::split(0));
                         }
                     }
                     let w = self.rget(i, rec::WRITER) as u32;

@@ -75,17 +75,19 @@ pub(crate) struct Me {
     pub(crate) slot: u32,
 }
 
-/// A hold entry split into its fields.
+/// One participant's hold word of an allocation record, split into its
+/// fields: its token, its holds and its read mappings (not a pipeline
+/// entry, which is `crate::Entry`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Entry {
+pub(crate) struct Holds {
     pub(crate) token: u32,
     pub(crate) holds: u32,
     pub(crate) reads: u32,
 }
 
-impl Entry {
-    pub(crate) fn split(w: u64) -> Entry {
-        Entry {
+impl Holds {
+    pub(crate) fn split(w: u64) -> Holds {
+        Holds {
             token: (w >> 32) as u32,
             holds: (w >> 16) as u32 & 0xFFFF,
             reads: w as u32 & 0xFFFF,
@@ -228,20 +230,20 @@ impl<'a> Table<'a> {
         Ok(st)
     }
 
-    pub(crate) fn entry(&self, idx: u32, slot: u32) -> Entry {
-        Entry::split(self.rget(idx, rec::HOLDS + slot as usize))
+    pub(crate) fn holds(&self, idx: u32, slot: u32) -> Holds {
+        Holds::split(self.rget(idx, rec::HOLDS + slot as usize))
     }
 
-    pub(crate) fn set_entry(&self, idx: u32, slot: u32, e: Entry) {
+    pub(crate) fn set_holds(&self, idx: u32, slot: u32, e: Holds) {
         self.rset(idx, rec::HOLDS + slot as usize, e.join())
     }
 
     /// Adds holds and read mappings for `me`. An entry left by a dead
     /// earlier occupant of the slot is overwritten (its holds were dead).
     pub(crate) fn add_to_entry(&self, idx: u32, me: Me, holds: u32, reads: u32) -> Result<()> {
-        let mut e = self.entry(idx, me.slot);
+        let mut e = self.holds(idx, me.slot);
         if e.token != me.token {
-            e = Entry {
+            e = Holds {
                 token: me.token,
                 holds: 0,
                 reads: 0,
@@ -255,13 +257,13 @@ impl<'a> Table<'a> {
                 limit: u64::from(MAX_PER_ENTRY),
             });
         }
-        self.set_entry(idx, me.slot, e);
+        self.set_holds(idx, me.slot, e);
         Ok(())
     }
 
     /// Removes holds and read mappings of `me`; they must exist.
     pub(crate) fn take_from_entry(&self, idx: u32, me: Me, holds: u32, reads: u32) -> Result<()> {
-        let mut e = self.entry(idx, me.slot);
+        let mut e = self.holds(idx, me.slot);
         if e.token != me.token || e.holds < holds || e.reads < reads {
             return Err(Error::corrupt(format!(
                 "record {idx}: this process holds no such reference"
@@ -269,7 +271,7 @@ impl<'a> Table<'a> {
         }
         e.holds -= holds;
         e.reads -= reads;
-        self.set_entry(idx, me.slot, e);
+        self.set_holds(idx, me.slot, e);
         Ok(())
     }
 
@@ -288,13 +290,13 @@ impl<'a> Table<'a> {
     /// Sum of holds over all entries (dead ones included until recovery).
     pub(crate) fn total_holds(&self, idx: u32) -> u64 {
         (0..self.l.participants)
-            .map(|s| u64::from(self.entry(idx, s).holds))
+            .map(|s| u64::from(self.holds(idx, s).holds))
             .sum()
     }
 
     /// Whether any participant has a read mapping.
     pub(crate) fn any_reads(&self, idx: u32) -> bool {
-        (0..self.l.participants).any(|s| self.entry(idx, s).reads > 0)
+        (0..self.l.participants).any(|s| self.holds(idx, s).reads > 0)
     }
 
     // ---- free lists (derived) --------------------------------------------

@@ -14,7 +14,7 @@ fn entry(name: &str, kind: EntryKind, element: &str, shape: Vec<Option<usize>>) 
         name: name.to_owned(),
         key: name.to_ascii_lowercase(),
         kind,
-        element: element.to_owned(),
+        element: dtype::Primitive::from_name(element).unwrap(),
         shape,
         producer: 0,
         consumers: vec![1],

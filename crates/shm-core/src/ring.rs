@@ -129,7 +129,8 @@ pub mod h {
     /// Bit 0: a dead producer may be restarted (consumers wait for it);
     /// bit 1: a dead consumer may be restarted (the producer waits).
     pub const FLAGS: usize = 5;
-    /// The element type's code (the user's table: `fastio`'s `ELEMENTS`).
+    /// The element type's code (the user's table; `fastio` stores Clara's C
+    /// codes, `dtype::clara::ELEMENTS`).
     pub const ELEMENT: usize = 6;
     /// Dimensions of every frame.
     pub const MAX_NDIM: usize = 7;

@@ -17,7 +17,8 @@ use crate::mapping::map;
 use crate::participant::{ATTACH_BYTE, Slot};
 use crate::sys;
 
-/// How a segment is mapped.
+/// What a holder may do with memory: how a segment is mapped, and (in
+/// `fastio`) what an operator may do with an entry (Clara's `IOAccess`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
     /// `PROT_READ | PROT_WRITE`.

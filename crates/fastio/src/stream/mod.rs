@@ -110,21 +110,6 @@ const FLAG_PRODUCER_RESTART: u64 = 1;
 /// Flags word: a dead consumer may be restarted.
 const FLAG_CONSUMER_RESTART: u64 = 2;
 
-/// The element types a stream carries, by code (the header's `ELEMENT`).
-const ELEMENTS: [Primitive; 11] = [
-    Primitive::UInt8,
-    Primitive::UInt16,
-    Primitive::UInt32,
-    Primitive::UInt64,
-    Primitive::Int8,
-    Primitive::Int16,
-    Primitive::Int32,
-    Primitive::Int64,
-    Primitive::Float16,
-    Primitive::Float32,
-    Primitive::Float64,
-];
-
 /// How to make a stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamOptions {
@@ -230,7 +215,7 @@ impl StreamOptions {
                 self.max_shape
             )));
         }
-        if !ELEMENTS.contains(&self.element) {
+        if dtype::clara::element_of(self.element).is_none() {
             return Err(bad(format!("element type {:?}", self.element)));
         }
         if self.reserved_bytes().is_none() {
@@ -303,9 +288,9 @@ impl StreamCore {
             return Err(corrupt("depth or consumers out of range".into()));
         }
         let get = |i: usize| words[i].load(Ordering::Relaxed);
-        let element = ELEMENTS
-            .get(get(h::ELEMENT) as usize)
-            .copied()
+        let element = i32::try_from(get(h::ELEMENT))
+            .ok()
+            .and_then(dtype::clara::from_code)
             .ok_or_else(|| corrupt("unknown element code".into()))?;
         let ndim = get(h::MAX_NDIM) as usize;
         let max_shape: Vec<usize> = (0..ndim)
@@ -456,10 +441,8 @@ impl Context {
         let control_words =
             ring::control_words(opts.depth, opts.consumers, opts.overflow).unwrap_or(usize::MAX);
         let words = region.words(control_words)?;
-        let element = ELEMENTS
-            .iter()
-            .position(|&p| p == opts.element)
-            .unwrap_or(0) as u64;
+        // Checked by `opts.check` above: a Clara element type (code 1 to 11).
+        let element = dtype::clara::code(opts.element) as u64;
         let flags = if opts.producer_may_restart {
             FLAG_PRODUCER_RESTART
         } else {
