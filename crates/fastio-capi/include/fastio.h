@@ -129,6 +129,12 @@ typedef int result;
  */
 #define FASTIO_END_OF_STREAM 15
 
+/**
+ * Shared memory is full: `/dev/shm` had no room for memory that must be
+ * backed now (the message says how much was asked and how much is free).
+ */
+#define FASTIO_ERR_NO_SPACE 16
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus

@@ -42,6 +42,9 @@ pub const FASTIO_ERR_OTHER: result = 13;
 pub const FASTIO_ERR_PANIC: result = 14;
 /// Not an error: the stream ended (`fastio_operator_next_frame`).
 pub const FASTIO_END_OF_STREAM: result = 15;
+/// Shared memory is full: `/dev/shm` had no room for memory that must be
+/// backed now (the message says how much was asked and how much is free).
+pub const FASTIO_ERR_NO_SPACE: result = 16;
 
 /// A failure inside an export: its code and message.
 #[derive(Debug)]
@@ -76,6 +79,7 @@ impl From<fastio::Error> for Failure {
             E::FrameHeld(_) | E::StreamBusy { .. } => FASTIO_ERR_CONFLICT,
             E::StreamConfig { .. } => FASTIO_ERR_INVALID_ARGUMENT,
             E::MapConflict(_) => FASTIO_ERR_CONFLICT,
+            e if e.is_no_space() => FASTIO_ERR_NO_SPACE,
             E::CapacityExceeded { .. } => FASTIO_ERR_CAPACITY,
             E::NoContext(_) => FASTIO_ERR_NO_CONTEXT,
             E::WaitTimeout(_) => FASTIO_ERR_TIMEOUT,
@@ -144,6 +148,7 @@ pub extern "C" fn fastio_status_string(code: result) -> *const c_char {
         FASTIO_ERR_OTHER => b"error\0",
         FASTIO_ERR_PANIC => b"internal error\0",
         FASTIO_END_OF_STREAM => b"end of stream\0",
+        FASTIO_ERR_NO_SPACE => b"shared memory (/dev/shm) is full\0",
         _ => b"unknown status code\0",
     };
     s.as_ptr().cast()

@@ -253,3 +253,35 @@ fn streams_from_c_without_a_pipeline() {
     assert!(out.status.success(), "{:?}\n{stderr}", out.status);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "streams: ok\n");
 }
+
+/// `/dev/shm` running out, from C: run with a 16 MiB tmpfs on `/dev/shm`
+/// in a private mount namespace (root; CI is), an allocation that does not
+/// fit is `FASTIO_ERR_NO_SPACE` (`tests/c/nospace.c`), and nothing is
+/// left behind.
+#[test]
+fn a_full_dev_shm_is_a_status_code_in_c() {
+    let exe = compile("nospace");
+    let script = format!(
+        "mount -t tmpfs -o size=16m tmpfs /dev/shm || exit 97\n{}; echo rc=$?\nls -A /dev/shm",
+        exe.display()
+    );
+    let out = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if !stdout.contains("rc=") {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must be able to make a mount namespace: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    assert_eq!(
+        stdout,
+        "nospace: ok\nrc=0\n",
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

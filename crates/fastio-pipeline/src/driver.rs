@@ -62,6 +62,22 @@ pub enum DriverError {
     /// A signal handler could not be installed.
     #[error("signal handler: {0}")]
     Signal(std::io::Error),
+    /// `/dev/shm` cannot hold what the pipeline needs before its operators
+    /// start (checked first: no operator is started).
+    #[error(
+        "the pipeline's {} need {} of shared memory, but /dev/shm has {} free; no operator was started (raise its size: `docker run --shm-size=2g`, a Kubernetes emptyDir with `medium: Memory`, or `mount -o remount,size=2G /dev/shm`)",
+        if *streaming { "streams" } else { "static entries" },
+        fastio::human_bytes(*need),
+        fastio::human_bytes(*free)
+    )]
+    NoRoom {
+        /// Bytes needed.
+        need: u64,
+        /// Bytes free.
+        free: u64,
+        /// Whether the need is the streams' slots (else static entries).
+        streaming: bool,
+    },
 }
 
 /// How to run a pipeline.
@@ -295,10 +311,15 @@ impl LocalDriver {
 
     pub(crate) fn context(&self) -> Result<Context, DriverError> {
         let mut bytes = 0u64;
+        // What must be backed before any operator starts: every stream's
+        // slots, or every static entry.
+        let mut needed = 0u64;
         if let Some(st) = &self.pipeline.plan.streaming {
             for e in 0..self.pipeline.plan.entries.len() {
                 let o = st.stream_options(&self.pipeline.plan, e)?;
-                bytes += o.reserved_bytes().unwrap_or(u64::MAX / 4) + 4096;
+                let reserved = o.reserved_bytes().unwrap_or(u64::MAX / 4);
+                needed = needed.saturating_add(reserved);
+                bytes += reserved + 4096;
             }
         }
         let streaming = self.pipeline.plan.streaming.is_some();
@@ -311,8 +332,22 @@ impl LocalDriver {
         {
             let elem = e.element.size() as u64;
             let n: u64 = e.shape.iter().map(|d| d.unwrap_or(0) as u64).product();
+            needed = needed.saturating_add(n * elem);
             // Size classes round up by at most 1/8, plus a page.
             bytes += n * elem + n * elem / 8 + 4096;
+        }
+        // A named context lives in /dev/shm, whose size bounds it (64 MiB
+        // in a default Docker container); an anonymous one is a memfd,
+        // bounded by memory, not by /dev/shm.
+        let named = self.opts.named_context || self.opts.keep_context;
+        if let Some(free) = fastio::shm_free_bytes().filter(|_| named)
+            && needed > free
+        {
+            return Err(DriverError::NoRoom {
+                need: needed,
+                free,
+                streaming: self.pipeline.plan.streaming.is_some(),
+            });
         }
         let entries = self.pipeline.plan.entries.len() as u32;
         let opts = ContextOptions::new()

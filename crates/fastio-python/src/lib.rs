@@ -49,6 +49,12 @@ create_exception!(
     "Mapped elsewhere in a conflicting way."
 );
 create_exception!(fastio, NotFoundError, Error, "No such name or entry.");
+create_exception!(
+    fastio,
+    NoSpaceError,
+    Error,
+    "Shared memory (/dev/shm) is full: the message says how much was asked and how much is free."
+);
 
 pub(crate) fn err(e: fastio::Error) -> PyErr {
     use fastio::Error as E;
@@ -60,6 +66,7 @@ pub(crate) fn err(e: fastio::Error) -> PyErr {
         E::MapConflict(_) => MapConflictError::new_err(msg),
         E::UnknownName(_) | E::UnknownEntry(_) => NotFoundError::new_err(msg),
         E::StreamPoisoned { .. } => PoisonedError::new_err(msg),
+        e if e.is_no_space() => NoSpaceError::new_err(msg),
         _ => Error::new_err(msg),
     }
 }
@@ -98,5 +105,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AccessError", py.get_type::<AccessError>())?;
     m.add("MapConflictError", py.get_type::<MapConflictError>())?;
     m.add("NotFoundError", py.get_type::<NotFoundError>())?;
+    m.add("NoSpaceError", py.get_type::<NoSpaceError>())?;
     Ok(())
 }

@@ -710,3 +710,40 @@ def test_waiting_for_a_stream_frame_releases_the_gil(ctx):
     t.join()
     assert f.array().tolist() == [7]
     assert len(ticks) == 20
+
+
+NO_SPACE = """
+import fastio
+ctx = fastio.FastIOContext.new(1 << 30, anonymous=False)
+try:
+    ctx.create(64 << 20)
+    print("created")
+except fastio.NoSpaceError as e:
+    print("NoSpaceError:", e)
+a = ctx.create(1 << 20)
+a.free()
+print("after: ok")
+"""
+
+
+def test_a_full_dev_shm_raises_no_space_error(tmp_path):
+    """With a 16 MiB tmpfs on /dev/shm (a private mount namespace; needs
+    root, as CI is), an allocation that does not fit raises NoSpaceError
+    saying how much was asked; nothing is left behind."""
+    if os.geteuid() != 0:
+        assert "CI" not in os.environ, "CI runs as root"
+        pytest.skip("needs root for a mount namespace")
+    script = tmp_path / "nospace.py"
+    script.write_text(NO_SPACE)
+    p = subprocess.run(
+        [
+            "unshare", "--mount", "--propagation", "private", "sh", "-c",
+            f"mount -t tmpfs -o size=16m tmpfs /dev/shm && {sys.executable} {script}; ls -A /dev/shm",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    lines = p.stdout.splitlines()
+    assert lines[0].startswith("NoSpaceError: ") and "/dev/shm is full: 64.0 MiB asked" in lines[0], p
+    assert lines[1:] == ["after: ok"], p

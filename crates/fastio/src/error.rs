@@ -170,6 +170,12 @@ impl From<shm_core::LockError> for Error {
 }
 
 impl Error {
+    /// Whether this is shared memory running out: `/dev/shm` had no room
+    /// for memory that had to be backed (`shm_core::Error::NoSpace`).
+    pub fn is_no_space(&self) -> bool {
+        matches!(self, Error::Shm(shm_core::Error::NoSpace { .. }))
+    }
+
     pub(crate) fn corrupt(what: impl Into<String>) -> Error {
         Error::Corrupt(what.into())
     }

@@ -104,11 +104,60 @@ pub enum Error {
     /// A lock operation failed.
     #[error(transparent)]
     Lock(#[from] LockError),
+    /// The file system behind the segment (`/dev/shm`, a tmpfs) has no room
+    /// for memory that must be backed now (`fallocate` gave `ENOSPC`).
+    #[error(
+        "/dev/shm is full: {} asked, {} free (raise its size: `docker run --shm-size=2g`, a Kubernetes emptyDir with `medium: Memory`, or `mount -o remount,size=2G /dev/shm`)",
+        human_bytes(*asked),
+        free.map_or("unknown".to_owned(), human_bytes)
+    )]
+    NoSpace {
+        /// Bytes that had to be backed.
+        asked: u64,
+        /// Bytes free in the file system then, when known.
+        free: Option<u64>,
+    },
+}
+
+/// `1536` as "1.5 KiB": binary units, one decimal.
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if b < 1024 {
+        return format!("{b} bytes");
+    }
+    let mut v = b as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
 }
 
 impl Error {
     pub(crate) fn sys(op: &'static str) -> impl FnOnce(io::Error) -> Error {
         move |source| Error::Sys { op, source }
+    }
+
+    /// A failed `fallocate` of `asked` bytes on `fd`: [`Error::NoSpace`]
+    /// (with the free space of `fd`'s file system) when it was `ENOSPC`.
+    pub(crate) fn fallocate(
+        fd: std::os::fd::BorrowedFd<'_>,
+        asked: u64,
+    ) -> impl FnOnce(io::Error) -> Error + '_ {
+        move |source| {
+            if source.raw_os_error() == Some(rustix::io::Errno::NOSPC.raw_os_error()) {
+                Error::NoSpace {
+                    asked,
+                    free: crate::sys::free_bytes(fd),
+                }
+            } else {
+                Error::Sys {
+                    op: "fallocate",
+                    source,
+                }
+            }
+        }
     }
 }
 

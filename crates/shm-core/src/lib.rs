@@ -80,13 +80,13 @@ mod loom_models;
 #[cfg(all(test, loom))]
 mod ring_loom;
 
-pub use error::{Error, HeaderError, LockError, Result};
+pub use error::{Error, HeaderError, LockError, Result, human_bytes};
 pub use event::ShmEvent;
 pub use mapping::{ReadOnlyView, ShmType};
 pub use mutex::{MutexGuard, ShmMutex};
 pub use offset::Offset;
 pub use participant::{Participant, ParticipantInfo};
-pub use reap::{SegmentInfo, gc, list_segments};
+pub use reap::{SegmentInfo, gc, list_segments, shm_free_bytes};
 pub use segment::{DEFAULT_PREFIX, Segment, SegmentOptions, validate_prefix};
 pub use shared::Access;
 pub use sync::LIVENESS_TICK;

@@ -51,6 +51,14 @@ fn matches_prefix(name: &str, prefix: Option<&str>) -> bool {
     }
 }
 
+/// Bytes free in `/dev/shm` for this user, when it can be asked (the room
+/// new segments and allocations have before [`Error::NoSpace`]).
+///
+/// [`Error::NoSpace`]: crate::Error::NoSpace
+pub fn shm_free_bytes() -> Option<u64> {
+    crate::sys::free_bytes_at(crate::sys::SHM_DIR)
+}
+
 /// Lists this library's segments in `/dev/shm` owned by the current user,
 /// optionally only those named `<prefix>-…`.
 pub fn list_segments(prefix: Option<&str>) -> Result<Vec<SegmentInfo>> {

@@ -336,7 +336,8 @@ impl Segment {
             .checked_add(new_data_len)
             .filter(|&t| t <= info.max_total_len)
             .ok_or(Error::InvalidSize("beyond the segment's max_data_len"))?;
-        sys::fallocate(self.shared.fd.as_fd(), total).map_err(Error::sys("fallocate"))?;
+        let fd = self.shared.fd.as_fd();
+        sys::fallocate(fd, total).map_err(Error::fallocate(fd, total))?;
         self.shared
             .header_u64(header::OFF_TOTAL_LEN)
             .fetch_max(total, Ordering::AcqRel);
@@ -415,8 +416,8 @@ impl Segment {
     /// `/dev/shm` is full: exhaustion is reported here instead.
     pub fn commit_range(&self, offset: Offset, len: u64) -> Result<()> {
         self.check_writable_range(offset, len)?;
-        sys::fallocate_range(self.shared.fd.as_fd(), offset.get(), len)
-            .map_err(Error::sys("fallocate"))
+        let fd = self.shared.fd.as_fd();
+        sys::fallocate_range(fd, offset.get(), len).map_err(Error::fallocate(fd, len))
     }
 
     /// Faults `[offset, offset + len)` of this handle's mapping in for

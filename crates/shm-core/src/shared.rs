@@ -97,9 +97,14 @@ impl Shared {
             return Err(Error::Busy);
         }
         if allocate {
-            sys::fallocate(fd.as_fd(), info.total_len).map_err(Error::sys("fallocate"))?;
+            sys::fallocate(fd.as_fd(), info.total_len)
+                .map_err(Error::fallocate(fd.as_fd(), info.total_len))?;
         } else {
             sys::ftruncate(fd.as_fd(), info.total_len).map_err(Error::sys("ftruncate"))?;
+            // The header and the registry are written now: back them first,
+            // so that a full /dev/shm is an error here, not SIGBUS below.
+            sys::fallocate_range(fd.as_fd(), 0, info.data_offset)
+                .map_err(Error::fallocate(fd.as_fd(), info.data_offset))?;
         }
         let map = map(&fd, info.max_total_len, Access::ReadWrite)?;
         let bytes = info.encode();

@@ -123,6 +123,18 @@ pub(crate) fn fallocate(fd: BorrowedFd<'_>, len: u64) -> io::Result<()> {
     rustix::fs::fallocate(fd, rustix::fs::FallocateFlags::empty(), 0, len).map_err(io_err)
 }
 
+/// Bytes free (for unprivileged users) in the file system of `fd`.
+pub(crate) fn free_bytes(fd: BorrowedFd<'_>) -> Option<u64> {
+    let st = rustix::fs::fstatvfs(fd).ok()?;
+    st.f_bavail.checked_mul(st.f_frsize)
+}
+
+/// Bytes free (for unprivileged users) in the file system at `path`.
+pub(crate) fn free_bytes_at(path: &str) -> Option<u64> {
+    let st = rustix::fs::statvfs(path).ok()?;
+    st.f_bavail.checked_mul(st.f_frsize)
+}
+
 /// Allocates backing store for `[offset, offset + len)` without changing
 /// the object's size.
 pub(crate) fn fallocate_range(fd: BorrowedFd<'_>, offset: u64, len: u64) -> io::Result<()> {

@@ -33,7 +33,15 @@ fn sum_f32(bytes: &[u8]) -> f64 {
         .sum()
 }
 
-fn main() -> Result {
+/// Errors are printed as their message (one line), then exit 1.
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
     match arg(0).as_str() {

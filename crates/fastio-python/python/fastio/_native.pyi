@@ -34,6 +34,7 @@ __all__ = [
     "AccessError",
     "MapConflictError",
     "NotFoundError",
+    "NoSpaceError",
 ]
 
 class Error(Exception):
@@ -50,6 +51,9 @@ class AccessError(Error):
 
 class MapConflictError(Error):
     """Mapped elsewhere in a conflicting way."""
+
+class NoSpaceError(Error):
+    """Shared memory (/dev/shm) is full."""
 
 class NotFoundError(Error):
     """No such name or entry."""

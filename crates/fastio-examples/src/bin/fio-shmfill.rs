@@ -1,0 +1,73 @@
+//! Scenarios for the shared-memory exhaustion tests (run inside a mount
+//! namespace with a small tmpfs on `/dev/shm`): `fio-shmfill SCENARIO
+//! ARGS...` prints `ok` or the error (one line) and exits 0, 3 when the
+//! error is shared memory running out (`Error::is_no_space`), 4 when it is
+//! the context's own capacity, 1 otherwise.
+//!
+//! * `context CAPACITY` — creates a context of CAPACITY bytes;
+//! * `alloc CAPACITY BYTES` — creates a context, then an allocation of
+//!   BYTES, writes its every page, publishes it, and frees it;
+//! * `array CAPACITY ROWS COLS` — the same through `create_array`
+//!   (float32).
+
+#![forbid(unsafe_code)]
+
+use fastio::{Context, ContextOptions, Error};
+
+fn num(args: &[String], i: usize) -> Result<u64, String> {
+    let a = args.get(i).ok_or(format!("argument {i} missing"))?;
+    a.parse().map_err(|e| format!("{a:?}: {e}"))
+}
+
+fn context(capacity: u64) -> Result<Context, Error> {
+    Context::new(&ContextOptions::new().capacity(capacity).anonymous(false))
+}
+
+fn run(args: &[String]) -> Result<Result<(), Error>, String> {
+    let (a1, a2, a3) = (
+        num(args, 1)?,
+        num(args, 2).unwrap_or(0),
+        num(args, 3).unwrap_or(0),
+    );
+    Ok(match args.first().map(String::as_str) {
+        Some("context") => context(a1).map(drop),
+        Some("alloc") => (|| {
+            let ctx = context(a1)?;
+            let mut a = ctx.create(a2)?;
+            a.map_mut()?.iter_mut().step_by(4096).for_each(|b| *b = 1);
+            a.publish("filled")?;
+            a.free()
+        })(),
+        Some("array") => (|| {
+            let ctx = context(a1)?;
+            let shape = [a2 as usize, a3 as usize];
+            let mut a =
+                ctx.create_array(dtype::Type::primitive(dtype::Primitive::Float32), &shape)?;
+            a.map_mut()?.fill(0);
+            a.free()
+        })(),
+        other => return Err(format!("unknown scenario {other:?}")),
+    })
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(Ok(())) => println!("ok"),
+        Ok(Err(e)) => {
+            println!("error: {e}");
+            let code = if e.is_no_space() {
+                3
+            } else if matches!(e, Error::CapacityExceeded { .. }) {
+                4
+            } else {
+                1
+            };
+            std::process::exit(code);
+        }
+        Err(usage) => {
+            eprintln!("usage: {usage}");
+            std::process::exit(2);
+        }
+    }
+}
