@@ -722,6 +722,34 @@ fn signal_group(pid: i32, sig: i32) {
     sys::signal_group(pid, sig);
 }
 
+/// A new directory `fastio-run-<pid>-<n>` in the temporary directory, mode
+/// 0700, made with `mkdir` so that nothing already there (another user's
+/// directory or symbolic link) is ever used.
+fn private_temp_dir() -> Result<PathBuf, DriverError> {
+    use std::os::unix::fs::DirBuilderExt;
+    let base = std::env::temp_dir();
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut last = None;
+    for n in 0..64u32 {
+        let dir = base.join(format!(
+            "fastio-run-{}-{:08x}",
+            std::process::id(),
+            seed.wrapping_add(n.wrapping_mul(0x9E37_79B9))
+        ));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(dir),
+            Err(e) => return Err(io_err(&dir)(e)),
+        }
+    }
+    let dir = last.unwrap_or(base);
+    Err(io_err(&dir)(std::io::Error::from(
+        std::io::ErrorKind::AlreadyExists,
+    )))
+}
+
 /// Forwards the lines of `stream` as events until it closes; the returned
 /// channel disconnects then.
 fn lines(
@@ -768,15 +796,17 @@ impl Dirs {
             .iter()
             .flat_map(|op| &op.outputs)
             .any(|o| matches!(o.ty, IoType::Stream { .. }));
-        let given = output.is_some();
         let output = match output {
-            Some(o) => std::path::absolute(o).map_err(io_err(o))?,
+            Some(o) => {
+                let o = std::path::absolute(o).map_err(io_err(o))?;
+                std::fs::create_dir_all(&o).map_err(io_err(&o))?;
+                o
+            }
+            // A temporary directory only when something will be written
+            // there: private to this user, as mkdtemp makes it.
+            None if has_streams => private_temp_dir()?,
             None => std::env::temp_dir().join(format!("fastio-run-{}", std::process::id())),
         };
-        // A temporary directory only when something will be written there.
-        if has_streams || given {
-            std::fs::create_dir_all(&output).map_err(io_err(&output))?;
-        }
         let mut streams = Vec::new();
         for op in &p.operators {
             for out in &op.outputs {

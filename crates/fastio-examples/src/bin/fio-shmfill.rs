@@ -1,14 +1,18 @@
-//! Scenarios for the shared-memory exhaustion tests (run inside a mount
-//! namespace with a small tmpfs on `/dev/shm`): `fio-shmfill SCENARIO
-//! ARGS...` prints `ok` or the error (one line) and exits 0, 3 when the
-//! error is shared memory running out (`Error::is_no_space`), 4 when it is
-//! the context's own capacity, 1 otherwise.
+//! Scenarios for the shared-memory tests (exhaustion, run inside a mount
+//! namespace with a small tmpfs on `/dev/shm`; other users): `fio-shmfill
+//! SCENARIO ARGS...` prints `ok` or the error (one line) and exits 0, 3
+//! when the error is shared memory running out (`Error::is_no_space`), 4
+//! when it is the context's own capacity, 1 otherwise.
 //!
 //! * `context CAPACITY` — creates a context of CAPACITY bytes;
 //! * `alloc CAPACITY BYTES` — creates a context, then an allocation of
 //!   BYTES, writes its every page, publishes it, and frees it;
 //! * `array CAPACITY ROWS COLS` — the same through `create_array`
 //!   (float32).
+//! * `hold named|anonymous` — creates a context, publishes `secret` (8
+//!   bytes, 0x5A), prints `handle HANDLE pid PID`, and keeps it until its
+//!   standard input closes;
+//! * `attach HANDLE` — attaches and reads `secret` (prints its bytes).
 
 #![forbid(unsafe_code)]
 
@@ -23,9 +27,26 @@ fn context(capacity: u64) -> Result<Context, Error> {
     Context::new(&ContextOptions::new().capacity(capacity).anonymous(false))
 }
 
+/// `hold`: a context with a published `secret`, kept until stdin closes.
+fn hold(named: bool) -> Result<(), Error> {
+    let ctx = Context::new(&ContextOptions::new().capacity(1 << 20).anonymous(!named))?;
+    let mut a = ctx.create(8)?;
+    a.map_mut()?.fill(0x5A);
+    a.publish("secret")?;
+    let handle = ctx.handle_for_children()?;
+    println!("handle {handle} pid {}", std::process::id());
+    let mut sink = String::new();
+    let _ = std::io::stdin().read_line(&mut sink);
+    drop(a);
+    Ok(())
+}
+
 fn run(args: &[String]) -> Result<Result<(), Error>, String> {
+    if args.first().map(String::as_str) == Some("hold") {
+        return Ok(hold(args.get(1).map(String::as_str) == Some("named")));
+    }
     let (a1, a2, a3) = (
-        num(args, 1)?,
+        num(args, 1).unwrap_or(0),
         num(args, 2).unwrap_or(0),
         num(args, 3).unwrap_or(0),
     );
@@ -45,6 +66,13 @@ fn run(args: &[String]) -> Result<Result<(), Error>, String> {
                 ctx.create_array(dtype::Type::primitive(dtype::Primitive::Float32), &shape)?;
             a.map_mut()?.fill(0);
             a.free()
+        })(),
+        Some("attach") => (|| {
+            let handle = args.get(1).cloned().unwrap_or_default();
+            let ctx = Context::attach(&handle)?;
+            let m = ctx.get("secret")?.map()?.to_vec();
+            println!("read {m:?}");
+            Ok(())
         })(),
         other => return Err(format!("unknown scenario {other:?}")),
     })

@@ -1,0 +1,246 @@
+//! A second Unix user on the same machine (created here; the test drops to
+//! it with `setpriv`): it cannot attach to, list, read, map or `gc` our
+//! contexts, named or anonymous, nor find a named one's object name; the
+//! driver's private output directory is its owner's alone, and a given
+//! one has the modes the umask makes. Needs root (CI is); elsewhere the
+//! tests say so and pass only outside CI.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+
+const OTHER: &str = "fastio-other";
+
+fn fastio() -> &'static str {
+    env!("CARGO_BIN_EXE_fastio")
+}
+
+/// A binary of `fastio-examples` beside ours, built (or found up to date)
+/// by cargo first.
+fn example(bin: &str) -> PathBuf {
+    let st = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "fastio-examples", "--bin", bin])
+        .status()
+        .expect("run cargo");
+    assert!(st.success(), "cargo build --bin {bin}");
+    Path::new(fastio()).with_file_name(bin)
+}
+
+/// Makes sure the second user exists; false when we cannot (not root).
+fn other_user() -> bool {
+    let exists = |_: ()| {
+        Command::new("id")
+            .arg(OTHER)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !exists(()) {
+        let _ = Command::new("useradd")
+            .args(["--no-create-home", "--shell", "/usr/sbin/nologin", OTHER])
+            .output();
+    }
+    let ok = exists(()) && rustix_is_root();
+    assert!(
+        ok || std::env::var_os("CI").is_none(),
+        "CI runs as root and must be able to create user {OTHER}"
+    );
+    if !ok {
+        eprintln!("skipped: needs root to create and become another user");
+    }
+    ok
+}
+
+fn rustix_is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// Runs `program args` as the other user.
+fn as_other(program: &str, args: &[&str]) -> Output {
+    Command::new("setpriv")
+        .args([
+            &format!("--reuid={OTHER}"),
+            &format!("--regid={OTHER}"),
+            "--clear-groups",
+            program,
+        ])
+        .args(args)
+        .output()
+        .expect("run setpriv")
+}
+
+/// A process of ours holding a context with a published `secret`: the
+/// process, its handle and its pid.
+fn hold(kind: &str) -> (Child, String, String) {
+    let mut child = Command::new(example("fio-shmfill"))
+        .args(["hold", kind])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let words: Vec<&str> = line.split_whitespace().collect();
+    assert_eq!((words[0], words[2]), ("handle", "pid"), "{line}");
+    (child, words[1].to_owned(), words[3].to_owned())
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn another_user_cannot_reach_our_named_context_in_any_way() {
+    if !other_user() {
+        return;
+    }
+    let shmfill = example("fio-shmfill");
+    let (mut child, name, _) = hold("named");
+    // Ours: attaches and reads.
+    let own = Command::new(&shmfill)
+        .args(["attach", &name])
+        .output()
+        .unwrap();
+    assert!(
+        text(&own).contains("read [90, 90, 90, 90, 90, 90, 90, 90]"),
+        "{}",
+        text(&own)
+    );
+    // The name carries 128 random bits: nothing to guess.
+    let hex = name.rsplit('-').next().unwrap();
+    assert!(
+        hex.len() == 32 && hex.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{name}"
+    );
+    let path = format!("/dev/shm/{name}");
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+        0o600
+    );
+    // Theirs: even knowing the name, no attach, no read, no map.
+    let attach = as_other(shmfill.to_str().unwrap(), &["attach", &name]);
+    assert_eq!(attach.status.code(), Some(1), "{}", text(&attach));
+    assert!(
+        text(&attach).contains("Permission denied"),
+        "{}",
+        text(&attach)
+    );
+    assert!(!text(&attach).contains("read ["));
+    let cat = as_other("cat", &[&path]);
+    assert!(
+        !cat.status.success() && cat.stdout.is_empty(),
+        "{}",
+        text(&cat)
+    );
+    let ls = as_other(fastio(), &["shm", "ls"]);
+    assert!(ls.status.success(), "{}", text(&ls));
+    assert!(
+        !text(&ls).contains(&name),
+        "their ls shows ours: {}",
+        text(&ls)
+    );
+    let gc = as_other(fastio(), &["shm", "gc"]);
+    assert!(gc.status.success(), "{}", text(&gc));
+    assert!(Path::new(&path).exists(), "their gc removed ours");
+    // Ours still works after all that.
+    let own = Command::new(&shmfill)
+        .args(["attach", &name])
+        .output()
+        .unwrap();
+    assert!(text(&own).contains("read [90"), "{}", text(&own));
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+    assert!(!Path::new(&path).exists(), "the owner's exit removes it");
+}
+
+#[test]
+fn another_user_cannot_take_our_anonymous_context_through_proc() {
+    if !other_user() {
+        return;
+    }
+    let (mut child, handle, pid) = hold("anonymous");
+    let fd = handle.strip_prefix("fd:").expect("an anonymous handle");
+    let path = format!("/proc/{pid}/fd/{fd}");
+    assert!(std::fs::File::open(&path).is_ok(), "we can open our own");
+    let cat = as_other("cat", &[&path]);
+    assert!(
+        !cat.status.success() && cat.stdout.is_empty(),
+        "{}",
+        text(&cat)
+    );
+    assert!(text(&cat).contains("Permission denied"), "{}", text(&cat));
+    let attach = as_other(
+        example("fio-shmfill").to_str().unwrap(),
+        &["attach", &format!("/proc/{pid}/fd/{fd}")],
+    );
+    assert!(!text(&attach).contains("read ["), "{}", text(&attach));
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+}
+
+const STREAM_OUTPUT: &str = "api-version: 0.5.0\nname: files\noperators:\n\
+- name: writer\n  container: {image: sh, command: [sh, -c, 'echo data > \"$FASTIO_OUTPUT/writer/files/out.txt\"; echo wrote']}\n  \
+output:\n  - {name: files, type: stream, element-type: text, path: /out/files}\n";
+
+fn mode(p: &Path) -> u32 {
+    std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(p).unwrap().permissions()) & 0o777
+}
+
+#[test]
+fn driver_output_directories_have_the_modes_a_user_expects() {
+    if !other_user() {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("other-users-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let yaml = dir.join("p.yaml");
+    std::fs::write(&yaml, STREAM_OUTPUT).unwrap();
+    // No --output: a private temporary directory.
+    let run = Command::new("sh")
+        .args([
+            "-c",
+            &format!("umask 022; {} run {}", fastio(), yaml.display()),
+        ])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", text(&run));
+    let out = text(&run)
+        .lines()
+        .find_map(|l| l.strip_prefix("output: ").map(PathBuf::from))
+        .expect("the run names its output directory");
+    assert_eq!(mode(&out), 0o700, "{}", out.display());
+    let listing = as_other("ls", &[out.to_str().unwrap()]);
+    assert!(!listing.status.success(), "{}", text(&listing));
+    let file = out.join("writer/files/out.txt");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "data\n");
+    let _ = std::fs::remove_dir_all(&out);
+    // A given --output: what the umask makes, as mkdir -p would.
+    let given = dir.join("given");
+    let run = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "umask 022; {} run {} --output {}",
+                fastio(),
+                yaml.display(),
+                given.display()
+            ),
+        ])
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", text(&run));
+    assert_eq!(mode(&given), 0o755);
+    assert_eq!(mode(&given.join("writer/files")), 0o755);
+    assert_eq!(mode(&given.join("writer/files/out.txt")), 0o644);
+    let _ = std::fs::remove_dir_all(&dir);
+}
