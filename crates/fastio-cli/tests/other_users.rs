@@ -244,3 +244,130 @@ fn driver_output_directories_have_the_modes_a_user_expects() {
     assert_eq!(mode(&given.join("writer/files/out.txt")), 0o644);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+const SHARE_GROUP: &str = "fastio-share";
+const THIRD: &str = "fastio-third";
+
+/// The group `fastio-share` with the other user in it, and a third user
+/// outside it; the group's id.
+fn share_group() -> u32 {
+    let run = |cmd: &str, args: &[&str]| {
+        let _ = Command::new(cmd).args(args).output();
+    };
+    run("groupadd", &[SHARE_GROUP]);
+    run(
+        "useradd",
+        &["--no-create-home", "--shell", "/usr/sbin/nologin", THIRD],
+    );
+    run("usermod", &["-aG", SHARE_GROUP, OTHER]);
+    let out = Command::new("getent")
+        .args(["group", SHARE_GROUP])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .split(':')
+        .nth(2)
+        .and_then(|g| g.trim().parse().ok())
+        .expect("the share group exists")
+}
+
+/// Runs `program args` as `user` with its supplementary groups.
+fn as_user(user: &str, program: &str, args: &[&str]) -> Output {
+    Command::new("setpriv")
+        .args([
+            &format!("--reuid={user}"),
+            &format!("--regid={user}"),
+            "--init-groups",
+            program,
+        ])
+        .args(args)
+        .output()
+        .expect("run setpriv")
+}
+
+#[test]
+fn a_context_shared_with_a_group_is_open_to_its_members_who_ask_and_nobody_else() {
+    if !other_user() {
+        return;
+    }
+    let gid = share_group();
+    let shmfill = example("fio-shmfill");
+    let exe = shmfill.to_str().unwrap();
+    let mut child = Command::new(&shmfill)
+        .args(["hold", "shared", &gid.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let name = line.split_whitespace().nth(1).unwrap().to_owned();
+    let path = format!("/dev/shm/{name}");
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!(mode(Path::new(&path)), 0o660);
+    assert_eq!(std::os::unix::fs::MetadataExt::gid(&meta), gid);
+    let g = gid.to_string();
+    // A member that asks for the share: attaches and reads.
+    let member = as_user(OTHER, exe, &["attach-shared", &name, &g]);
+    assert!(
+        text(&member).contains("read [90, 90, 90, 90, 90, 90, 90, 90]"),
+        "{}",
+        text(&member)
+    );
+    // A member that does not ask: refused (sharing is explicit on both sides).
+    let plain = as_user(OTHER, exe, &["attach", &name]);
+    assert!(
+        text(&plain).contains("owned by another user"),
+        "{}",
+        text(&plain)
+    );
+    // Someone outside the group: the file system refuses.
+    let third = as_user(THIRD, exe, &["attach-shared", &name, &g]);
+    assert!(
+        text(&third).contains("Permission denied"),
+        "{}",
+        text(&third)
+    );
+    // The owner's own plain attach still works.
+    let own = Command::new(&shmfill)
+        .args(["attach", &name])
+        .output()
+        .unwrap();
+    assert!(text(&own).contains("read [90"), "{}", text(&own));
+    drop(child.stdin.take());
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn an_unshared_context_made_group_readable_afterwards_is_refused() {
+    if !other_user() {
+        return;
+    }
+    let gid = share_group();
+    let (mut child, name, _) = hold("named");
+    let path = format!("/dev/shm/{name}");
+    // Someone (not the library) opens it up: mode 0660, group changed.
+    let st = Command::new("chgrp")
+        .args([SHARE_GROUP, &path])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o660)).unwrap();
+    let shmfill = example("fio-shmfill");
+    let member = as_user(
+        OTHER,
+        shmfill.to_str().unwrap(),
+        &["attach-shared", &name, &gid.to_string()],
+    );
+    assert!(
+        text(&member).contains("does not say the owner shares it"),
+        "{}",
+        text(&member)
+    );
+    drop(child.stdin.take());
+    let _ = child.wait();
+}

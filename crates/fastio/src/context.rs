@@ -104,11 +104,14 @@ impl Context {
             opts.max_participants,
             heap_len,
         )?;
-        let seg_opts = SegmentOptions::new(layout.data_len(data_offset))
+        let mut seg_opts = SegmentOptions::new(layout.data_len(data_offset))
             .prefix(opts.prefix.clone())
             .max_participants(opts.max_participants)
             .persist(opts.persist)
             .allocate(false);
+        if let Some(gid) = opts.group {
+            seg_opts = seg_opts.share_with_group(gid);
+        }
         let segment = if opts.anonymous {
             Segment::anonymous(&seg_opts)?
         } else {
@@ -145,6 +148,13 @@ impl Context {
     /// died are collected on the way.
     pub fn attach(handle: &str) -> Result<Context> {
         Self::from_segment(Segment::open_handle(handle)?)
+    }
+
+    /// Attaches to the named context `name` that another user shares with
+    /// group `gid` ([`ContextOptions::share_with_group`]), as a member of
+    /// that group.
+    pub fn attach_shared(name: &str, gid: u32) -> Result<Context> {
+        Self::from_segment(Segment::open_shared(name, gid)?)
     }
 
     /// Attaches to the context named by the [`CONTEXT_ENV`] variable.

@@ -17,6 +17,7 @@ pub struct ContextOptions {
     pub(crate) prefix: String,
     pub(crate) anonymous: bool,
     pub(crate) persist: bool,
+    pub(crate) group: Option<u32>,
 }
 
 impl Default for ContextOptions {
@@ -30,6 +31,7 @@ impl Default for ContextOptions {
             prefix: DEFAULT_PREFIX.to_owned(),
             anonymous: false,
             persist: false,
+            group: None,
         }
     }
 }
@@ -99,6 +101,16 @@ impl ContextOptions {
     /// the same prefix removes it once nobody has it open.
     pub fn persist(mut self, persist: bool) -> Self {
         self.persist = persist;
+        self
+    }
+
+    /// Share a named context with the members of group `gid` (its file in
+    /// `/dev/shm` gets that group and mode 0660). They attach with
+    /// [`Context::attach_shared`](crate::Context::attach_shared) naming
+    /// the same group; nobody else can. Without it (the default) a context
+    /// is its owner's alone.
+    pub fn share_with_group(mut self, gid: u32) -> Self {
+        self.group = Some(gid);
         self
     }
 }

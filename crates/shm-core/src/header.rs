@@ -54,7 +54,11 @@ const STATIC_LEN: usize = 72;
 
 /// Header flag: the creator asked for the segment to outlive it.
 pub const FLAG_PERSISTENT: u32 = 1;
-const KNOWN_FLAGS: u32 = FLAG_PERSISTENT;
+/// Header flag: the creator shares the segment with a group (mode 0660);
+/// only [`Segment::open_shared`](crate::Segment::open_shared) accepts it
+/// from another user.
+pub const FLAG_GROUP_SHARED: u32 = 2;
+const KNOWN_FLAGS: u32 = FLAG_PERSISTENT | FLAG_GROUP_SHARED;
 
 /// The decoded, validated contents of a segment header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -147,6 +151,11 @@ impl HeaderInfo {
     /// Whether the creator asked for the segment to persist.
     pub fn persistent(&self) -> bool {
         self.flags & FLAG_PERSISTENT != 0
+    }
+
+    /// Whether the creator shares the segment with a group.
+    pub fn group_shared(&self) -> bool {
+        self.flags & FLAG_GROUP_SHARED != 0
     }
 }
 

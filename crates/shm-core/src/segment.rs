@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64 as StdU64, Ordering};
 
 use crate::error::{Error, Result};
-use crate::header::{self, FLAG_PERSISTENT, HeaderInfo};
+use crate::header::{self, FLAG_GROUP_SHARED, FLAG_PERSISTENT, HeaderInfo};
 use crate::mapping::{ReadOnlyView, ShmType};
 use crate::offset::{Offset, check_range};
 use crate::participant::{Participant, ParticipantInfo, SLOT_FREE};
@@ -37,6 +37,7 @@ pub struct SegmentOptions {
     max_participants: u32,
     persist: bool,
     allocate: bool,
+    group: Option<u32>,
 }
 
 impl SegmentOptions {
@@ -49,6 +50,7 @@ impl SegmentOptions {
             max_participants: 16,
             persist: false,
             allocate: true,
+            group: None,
         }
     }
 
@@ -86,8 +88,21 @@ impl SegmentOptions {
         self
     }
 
+    /// Share the (named) segment with the members of group `gid`: the
+    /// object gets that group and mode 0660, and the header says so. Other
+    /// users of the group attach with [`Segment::open_shared`] naming the
+    /// same group; nobody else can open it. Without this (the default) a
+    /// segment is its owner's alone (mode 0600).
+    pub fn share_with_group(mut self, gid: u32) -> Self {
+        self.group = Some(gid);
+        self
+    }
+
     fn layout(&self) -> Result<HeaderInfo> {
-        let flags = if self.persist { FLAG_PERSISTENT } else { 0 };
+        let mut flags = if self.persist { FLAG_PERSISTENT } else { 0 };
+        if self.group.is_some() {
+            flags |= FLAG_GROUP_SHARED;
+        }
         HeaderInfo::layout(
             self.data_len,
             self.max_data_len,
@@ -160,7 +175,13 @@ impl Segment {
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(Error::sys("shm_open")(e)),
             };
-            return match Shared::init(fd, info, Some(name.clone()), opts.allocate) {
+            let made = match opts.group {
+                Some(gid) => sys::share_with_group(fd.as_fd(), gid)
+                    .map_err(Error::sys("share with group"))
+                    .and_then(|()| Shared::init(fd, info, Some(name.clone()), opts.allocate)),
+                None => Shared::init(fd, info, Some(name.clone()), opts.allocate),
+            };
+            return match made {
                 Ok(shared) => Ok(Segment {
                     shared: Arc::new(shared),
                     unlink_on_drop: !opts.persist,
@@ -181,6 +202,9 @@ impl Segment {
     /// go away). Share it by passing [`Segment::as_fd`] to another process
     /// and [`Segment::from_fd`] there. Shrinking is sealed.
     pub fn anonymous(opts: &SegmentOptions) -> Result<Segment> {
+        if opts.group.is_some() {
+            return Err(Error::Permission("group sharing needs a named segment"));
+        }
         let info = opts.layout()?;
         let fd = sys::memfd("shm-core").map_err(Error::sys("memfd_create"))?;
         let shared = Shared::init(fd, info, None, opts.allocate)?;
@@ -203,7 +227,19 @@ impl Segment {
         Self::open_with(name, Access::ReadOnly)
     }
 
+    /// Opens an existing named segment that its owner shares with group
+    /// `gid` ([`SegmentOptions::share_with_group`]), as a member of that
+    /// group. Only a segment whose file has that group, mode 0660 and the
+    /// shared flag in its header is accepted.
+    pub fn open_shared(name: &str, gid: u32) -> Result<Segment> {
+        Self::open_as(name, Access::ReadWrite, Some(gid))
+    }
+
     fn open_with(name: &str, access: Access) -> Result<Segment> {
+        Self::open_as(name, access, None)
+    }
+
+    fn open_as(name: &str, access: Access, group: Option<u32>) -> Result<Segment> {
         let name = validate_name(name)?;
         let fd = sys::shm_open_existing(name, access == Access::ReadWrite).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
@@ -212,7 +248,7 @@ impl Segment {
                 Error::sys("open shm object")(e)
             }
         })?;
-        let shared = Shared::attach(fd, access, Some(name.to_owned()))?;
+        let shared = Shared::attach(fd, access, Some(name.to_owned()), group)?;
         Ok(Segment {
             shared: Arc::new(shared),
             unlink_on_drop: false,
@@ -223,7 +259,7 @@ impl Segment {
     /// another process) after the same validation as [`Segment::open`]
     /// (minus the mode check: holding the descriptor is the capability).
     pub fn from_fd(fd: OwnedFd, access: Access) -> Result<Segment> {
-        let shared = Shared::attach(fd, access, None)?;
+        let shared = Shared::attach(fd, access, None, None)?;
         Ok(Segment {
             shared: Arc::new(shared),
             unlink_on_drop: false,

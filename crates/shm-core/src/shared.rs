@@ -126,16 +126,33 @@ impl Shared {
         Ok(shared)
     }
 
-    /// Validates and maps an existing object.
-    pub(crate) fn attach(fd: OwnedFd, access: Access, name: Option<String>) -> Result<Shared> {
+    /// Validates and maps an existing object. With `group`, the caller
+    /// accepts an object its owner shares with that group (file group
+    /// `group`, mode 0660, the header's shared flag); otherwise only its
+    /// own objects, accessible to nobody else.
+    pub(crate) fn attach(
+        fd: OwnedFd,
+        access: Access,
+        name: Option<String>,
+        group: Option<u32>,
+    ) -> Result<Shared> {
         let st = sys::fstat(fd.as_fd()).map_err(Error::sys("fstat"))?;
         if !st.regular {
             return Err(Error::NotRegularFile);
         }
-        if st.uid != sys::euid() {
+        // Mode 0660 is a group share (its header must say so, below);
+        // any other access for group or others is refused.
+        let group_mode = st.mode & 0o777 == 0o660;
+        let via_group = group.is_some_and(|g| st.gid == g) && group_mode;
+        if group.is_some() && !via_group {
+            return Err(Error::Permission(
+                "object is not shared with that group (group and mode 0660)",
+            ));
+        }
+        if st.uid != sys::euid() && !via_group {
             return Err(Error::Permission("object is owned by another user"));
         }
-        if name.is_some() && st.mode & 0o077 != 0 {
+        if name.is_some() && st.mode & 0o077 != 0 && !group_mode {
             return Err(Error::Permission("object is accessible to group or others"));
         }
         let mut bytes = [0u8; HEADER_LEN];
@@ -148,6 +165,11 @@ impl Shared {
         }
         sys::pread_exact(fd.as_fd(), &mut bytes, 0).map_err(Error::sys("pread header"))?;
         let info = header::validate(&bytes, st.size)?;
+        if name.is_some() && group_mode && !info.group_shared() {
+            return Err(Error::Permission(
+                "the header does not say the owner shares it with a group",
+            ));
+        }
         if info.creator_uid != st.uid {
             return Err(Error::Permission(
                 "header creator uid differs from the owner",

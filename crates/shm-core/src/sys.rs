@@ -34,6 +34,13 @@ pub(crate) fn shm_create_excl(name: &str) -> io::Result<OwnedFd> {
     .map_err(io_err)
 }
 
+/// Gives a new object to group `gid`, mode 0660 (read and write for the
+/// owner and the group, nothing for others).
+pub(crate) fn share_with_group(fd: BorrowedFd<'_>, gid: u32) -> io::Result<()> {
+    rustix::fs::fchown(fd, None, Some(rustix::fs::Gid::from_raw(gid))).map_err(io_err)?;
+    rustix::fs::fchmod(fd, Mode::from_raw_mode(0o660)).map_err(io_err)
+}
+
 /// Opens an existing object under `/dev/shm` without following symlinks.
 pub(crate) fn shm_open_existing(name: &str, write: bool) -> io::Result<OwnedFd> {
     let path = format!("{SHM_DIR}/{name}");
@@ -80,6 +87,7 @@ pub(crate) fn reopen(fd: BorrowedFd<'_>, write: bool) -> io::Result<OwnedFd> {
 pub(crate) struct ObjStat {
     pub(crate) regular: bool,
     pub(crate) uid: u32,
+    pub(crate) gid: u32,
     pub(crate) mode: u32,
     pub(crate) size: u64,
     pub(crate) dev: u64,
@@ -92,6 +100,7 @@ impl From<&rustix::fs::Stat> for ObjStat {
             regular: rustix::fs::FileType::from_raw_mode(st.st_mode)
                 == rustix::fs::FileType::RegularFile,
             uid: st.st_uid,
+            gid: st.st_gid,
             mode: st.st_mode & 0o7777,
             size: u64::try_from(st.st_size).unwrap_or(0),
             dev: st.st_dev,

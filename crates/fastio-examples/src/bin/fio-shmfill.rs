@@ -12,7 +12,10 @@
 //! * `hold named|anonymous` — creates a context, publishes `secret` (8
 //!   bytes, 0x5A), prints `handle HANDLE pid PID`, and keeps it until its
 //!   standard input closes;
-//! * `attach HANDLE` — attaches and reads `secret` (prints its bytes).
+//! * `hold shared GID` — the same with a named context shared with group
+//!   GID;
+//! * `attach HANDLE` — attaches and reads `secret` (prints its bytes);
+//! * `attach-shared NAME GID` — the same through `Context::attach_shared`.
 
 #![forbid(unsafe_code)]
 
@@ -28,8 +31,12 @@ fn context(capacity: u64) -> Result<Context, Error> {
 }
 
 /// `hold`: a context with a published `secret`, kept until stdin closes.
-fn hold(named: bool) -> Result<(), Error> {
-    let ctx = Context::new(&ContextOptions::new().capacity(1 << 20).anonymous(!named))?;
+fn hold(named: bool, group: Option<u32>) -> Result<(), Error> {
+    let mut opts = ContextOptions::new().capacity(1 << 20).anonymous(!named);
+    if let Some(gid) = group {
+        opts = opts.share_with_group(gid);
+    }
+    let ctx = Context::new(&opts)?;
     let mut a = ctx.create(8)?;
     a.map_mut()?.fill(0x5A);
     a.publish("secret")?;
@@ -43,7 +50,10 @@ fn hold(named: bool) -> Result<(), Error> {
 
 fn run(args: &[String]) -> Result<Result<(), Error>, String> {
     if args.first().map(String::as_str) == Some("hold") {
-        return Ok(hold(args.get(1).map(String::as_str) == Some("named")));
+        return Ok(match args.get(1).map(String::as_str) {
+            Some("shared") => hold(true, Some(num(args, 2)? as u32)),
+            kind => hold(kind == Some("named"), None),
+        });
     }
     let (a1, a2, a3) = (
         num(args, 1).unwrap_or(0),
@@ -67,9 +77,13 @@ fn run(args: &[String]) -> Result<Result<(), Error>, String> {
             a.map_mut()?.fill(0);
             a.free()
         })(),
-        Some("attach") => (|| {
+        Some(how @ ("attach" | "attach-shared")) => (|| {
             let handle = args.get(1).cloned().unwrap_or_default();
-            let ctx = Context::attach(&handle)?;
+            let ctx = if how == "attach" {
+                Context::attach(&handle)?
+            } else {
+                Context::attach_shared(&handle, a2 as u32)?
+            };
             let m = ctx.get("secret")?.map()?.to_vec();
             println!("read {m:?}");
             Ok(())
