@@ -1,6 +1,9 @@
-//! `cargo xtask fuzz [--seconds N] [TARGET]`: build and run the cargo-fuzz
-//! targets in `fuzz/` on nightly, each for N seconds, keeping corpora in
-//! `fuzz/corpus/TARGET` (seeded from `fuzz/seeds/TARGET`).
+//! `cargo xtask fuzz [--seconds N] [TARGET]`: build the cargo-fuzz targets
+//! in `fuzz/` on nightly, replay every input of each target's committed
+//! corpus (`fuzz/corpus/TARGET`, seeded from `fuzz/seeds/TARGET`; a crash
+//! there fails at once), then fuzz each for N seconds, adding what it
+//! finds to the corpus. `cargo xtask fuzz --cmin [TARGET]` minimizes the
+//! corpora (`cargo fuzz cmin`) before they are committed.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -8,12 +11,17 @@ use std::process::Command;
 use crate::root;
 use crate::step::{Step, cargo_nightly, succeeds};
 
-pub(crate) fn parse_args(args: &[String]) -> Result<(u64, Option<String>), String> {
+/// Options every libFuzzer run of ours takes.
+const LIBFUZZER: [&str; 3] = ["-timeout=10", "-rss_limit_mb=2048", "-max_len=4096"];
+
+pub(crate) fn parse_args(args: &[String]) -> Result<(u64, Option<String>, bool), String> {
     let mut seconds = 60;
     let mut target = None;
+    let mut cmin = false;
     let mut it = args.iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
+            "--cmin" => cmin = true,
             "--seconds" => {
                 let value = it.next().ok_or("--seconds needs a value")?;
                 seconds = value
@@ -24,7 +32,7 @@ pub(crate) fn parse_args(args: &[String]) -> Result<(u64, Option<String>), Strin
             other => target = Some(other.to_owned()),
         }
     }
-    Ok((seconds, target))
+    Ok((seconds, target, cmin))
 }
 
 /// The fuzz targets: the file stems in `fuzz/fuzz_targets`.
@@ -77,7 +85,7 @@ fn newest_artifact(target: &str) -> Option<PathBuf> {
         .map(|(_, p)| p)
 }
 
-pub(crate) fn run(seconds: u64, only: Option<&str>) -> Result<(), String> {
+pub(crate) fn run(seconds: u64, only: Option<&str>, cmin: bool) -> Result<(), String> {
     let all = targets()?;
     let selected: Vec<String> = match only {
         Some(t) if all.iter().any(|a| a == t) => vec![t.to_owned()],
@@ -99,6 +107,31 @@ pub(crate) fn run(seconds: u64, only: Option<&str>) -> Result<(), String> {
         let corpus = root().join("fuzz").join("corpus").join(&target);
         copy_seeds(&target, &corpus)?;
         let before = newest_artifact(&target);
+        let failed =
+            |e: String| match newest_artifact(&target).filter(|a| Some(a) != before.as_ref()) {
+                Some(path) => format!("{e}: reproducer at {}", path.display()),
+                None => e,
+            };
+        if cmin {
+            let mut args = vec!["fuzz".to_owned(), "cmin".to_owned(), target.clone()];
+            args.push(corpus.display().to_string());
+            args.push("--".to_owned());
+            args.extend(LIBFUZZER.map(str::to_owned));
+            Step::new(format!("fuzz {target} cmin"), cargo_nightly(args)).run()?;
+            continue;
+        }
+        let mut replay = vec![
+            "fuzz".to_owned(),
+            "run".to_owned(),
+            target.clone(),
+            corpus.display().to_string(),
+            "--".to_owned(),
+            "-runs=0".to_owned(),
+        ];
+        replay.extend(LIBFUZZER.map(str::to_owned));
+        Step::new(format!("fuzz {target} replay"), cargo_nightly(replay))
+            .run()
+            .map_err(failed)?;
         let cmd = cargo_nightly([
             "fuzz".to_owned(),
             "run".to_owned(),
@@ -106,17 +139,13 @@ pub(crate) fn run(seconds: u64, only: Option<&str>) -> Result<(), String> {
             corpus.display().to_string(),
             "--".to_owned(),
             format!("-max_total_time={seconds}"),
-            "-timeout=10".to_owned(),
-            "-rss_limit_mb=2048".to_owned(),
-            "-max_len=4096".to_owned(),
+            LIBFUZZER[0].to_owned(),
+            LIBFUZZER[1].to_owned(),
+            LIBFUZZER[2].to_owned(),
         ]);
-        if let Err(e) = Step::new(format!("fuzz {target} {seconds}s"), cmd).run() {
-            let after = newest_artifact(&target);
-            return Err(match after.filter(|a| Some(a) != before.as_ref()) {
-                Some(path) => format!("{e}: reproducer at {}", path.display()),
-                None => e,
-            });
-        }
+        Step::new(format!("fuzz {target} {seconds}s"), cmd)
+            .run()
+            .map_err(failed)?;
     }
     Ok(())
 }

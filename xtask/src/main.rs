@@ -30,7 +30,8 @@ const USAGE: &str = "usage: cargo xtask <command>
 commands:
   ci                         fmt, clippy, tests, shm leak check, docs, package, Blaze check, TVM interop, numpy diff, loom, miri, fuzz
   miri                       unit tests of the crates that contain unsafe, under Miri
-  fuzz [--seconds N] [TARGET] run the cargo-fuzz targets (default 60 s each)
+  fuzz [--seconds N] [TARGET] replay the committed corpora, then fuzz each target (default 60 s)
+  fuzz --cmin [TARGET]       minimize the corpora before committing them
   bench [params|chain] [FILTER]  run the benchmarks and the peers beside them (or only params-io's, beside TVM's loader; or only the stream chain, beside dora-rs), print ratios
   bench --report             run every benchmark and peer, write docs/bench/README.md with SVG plots
   blaze                      check our canonical datashapes against Blaze's datashape package
@@ -45,7 +46,7 @@ fn main() -> ExitCode {
         Some("ci") => ci(),
         Some("miri") => miri::run(),
         Some("fuzz") => fuzz::parse_args(&args[1..])
-            .and_then(|(secs, target)| fuzz::run(secs, target.as_deref())),
+            .and_then(|(secs, target, cmin)| fuzz::run(secs, target.as_deref(), cmin)),
         Some("bench") => bench::run(&args[1..]),
         Some("blaze") => blaze::run(),
         Some("interop") => interop::run(),
@@ -136,7 +137,7 @@ fn ci() -> Result<(), String> {
     .env("RUSTFLAGS", "--cfg loom")
     .run()?;
     miri::run()?;
-    fuzz::run(20, None)?;
+    fuzz::run(20, None, false)?;
     println!(
         "ci: all steps passed in {:.0?}\ntests: {passed} passed, {failed} failed",
         started.elapsed()
