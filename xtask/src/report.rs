@@ -387,7 +387,7 @@ fn markdown(
     if !sections.chain.is_empty() {
         let _ = writeln!(
             w,
-            "## A stream chain beside dora-rs\n\nWhole pipelines (`cargo xtask bench chain`; \
+            "\n## A stream chain beside dora-rs\n\nWhole pipelines (`cargo xtask bench chain`; \
              xtask/src/bench_chain.rs says how), in this run:\n\n```text\n{}```\n",
             sections.chain.trim_start_matches('\n')
         );
@@ -573,10 +573,13 @@ fn goals(w: &mut String, groups: &Groups) {
          (`fastio_warm_page` in `stream/`) pays the context lock about four times per \
          payload (plus the waits' checks), where iceoryx2's publisher and subscriber \
          exchange offsets through lock-free queues; a stream of frames \
-         (`fastio_ring_page`) takes no lock and no allocation per frame, and what \
-         separates it from iceoryx2 at 1 MiB and 64 MiB (within a few percent at \
-         1 MiB, run to run) is not profiled yet: both sides touch one byte per page \
-         of every frame, so page-table and TLB work dominates there; \
+         (`fastio_ring_page`) takes no lock and no allocation per frame; where it \
+         loses to iceoryx2 (64 MiB frames, sleeping or spinning) the time is not \
+         profiled yet: both sides touch one byte per page of every frame, so \
+         page-table and TLB work dominates there; \
+         the spinning depth-1 round trip at 4 KiB does more atomic read-modify-writes \
+         per step than iceoryx2's single-producer queues (a release count per \
+         consumer, the head, the waiter count of the event), also not profiled yet; \
          a sleeping wait pays a futex wake-up on each \
          side of the round trip, which dominates small payloads on a VM; a round trip of \
          ours takes the context lock four times (create; publish and release; the \
@@ -674,7 +677,7 @@ mod tests {
         assert!(md.contains("not measured in this run"));
         assert!(md.contains("×14.00 of baseline_vec"));
         assert!(md.contains("numpy beside"));
-        assert!(md.contains("## A stream chain beside dora-rs\n"));
+        assert!(md.contains("\n\n## A stream chain beside dora-rs\n"));
         assert!(md.contains("```text\n  64KiB  dora-rs chain\n```"));
         let _ = std::fs::remove_dir_all(&dir);
     }

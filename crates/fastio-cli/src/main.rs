@@ -7,6 +7,8 @@
 #![forbid(unsafe_code)]
 
 mod dtype_cmd;
+mod graph;
+mod metrics;
 mod params_cmd;
 mod params_output;
 mod pipeline_cmd;

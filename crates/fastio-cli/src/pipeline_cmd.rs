@@ -24,8 +24,23 @@ pub(crate) enum PipelineCommand {
     /// (file:line:column: path: message) and exit 2.
     Check(DefArgs),
     /// Print the resolved entries (`<operator>/<output>`, type, shape,
-    /// static or dynamic, bytes, producer -> consumers) and the schedule.
-    Plan(DefArgs),
+    /// static or dynamic, bytes, producer -> consumers) and the schedule;
+    /// or the graph as Graphviz DOT or JSON.
+    Plan(PlanArgs),
+}
+
+#[derive(Args)]
+pub(crate) struct PlanArgs {
+    #[command(flatten)]
+    def: DefArgs,
+    /// `text` (default), `dot` (Graphviz: `| dot -Tsvg > plan.svg`) or
+    /// `json`.
+    #[arg(long, value_name = "FORMAT", default_value = "text")]
+    format: String,
+    /// A run's report (`fastio run --report json > run.json`): the graph's
+    /// edges carry what the run measured (bytes, when, frames).
+    #[arg(long, value_name = "REPORT")]
+    run: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -74,6 +89,10 @@ pub(crate) struct RunArgs {
     /// A streaming pipeline's sources stop after this many seconds.
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
+    /// Serve the run's numbers as OpenMetrics text at
+    /// `http://ADDR/metrics` while it runs (`127.0.0.1:9184`).
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<String>,
 }
 
 fn params(raw: &[String]) -> Result<Vec<(String, String)>, Failure> {
@@ -130,9 +149,34 @@ pub(crate) fn run_pipeline_cmd(cmd: PipelineCommand) -> Result<(), Failure> {
             Ok(())
         }
         PipelineCommand::Plan(args) => {
-            let def = definition(&args)?;
+            let def = definition(&args.def)?;
             print_warnings(&def.warnings);
-            print!("{}", plan_text(&def));
+            let measured = match &args.run {
+                Some(path) => {
+                    let text = std::fs::read_to_string(path).map_err(|e| Failure {
+                        message: format!("{}: {e}", path.display()),
+                        code: 1,
+                    })?;
+                    let report: serde_json::Value =
+                        serde_json::from_str(&text).map_err(|e| Failure {
+                            message: format!("{}: not a run report: {e}", path.display()),
+                            code: 1,
+                        })?;
+                    crate::graph::measured_edges(&report)
+                }
+                None => Vec::new(),
+            };
+            match args.format.as_str() {
+                "text" => print!("{}", plan_text(&def)),
+                "dot" => print!("{}", crate::graph::plan_dot(&def, &measured)),
+                "json" => println!("{:#}", crate::graph::plan_json(&def)),
+                other => {
+                    return Err(Failure {
+                        message: format!("--format {other:?}: expected text, dot or json"),
+                        code: 2,
+                    });
+                }
+            }
             Ok(())
         }
     }
@@ -149,25 +193,8 @@ pub(crate) fn plan_text(def: &Definition) -> String {
         "producer -> consumers".to_owned(),
     ]];
     for e in &p.plan.entries {
-        let dims: Vec<String> = e
-            .shape
-            .iter()
-            .map(|d| d.map_or("-1".to_owned(), |n| n.to_string()))
-            .collect();
-        let ty = match e.kind {
-            fastio::plan::EntryKind::String => "string".to_owned(),
-            fastio::plan::EntryKind::Scalar => e.element.name().to_owned(),
-            fastio::plan::EntryKind::Array => {
-                format!("array<{}>[{}]", e.element.name(), dims.join(", "))
-            }
-        };
-        let bytes = if e.is_static() {
-            let elem = e.element.size();
-            let n: usize = e.shape.iter().map(|d| d.unwrap_or(0)).product();
-            (n * elem).to_string()
-        } else {
-            "-".to_owned()
-        };
+        let ty = crate::graph::entry_type(e);
+        let bytes = crate::graph::entry_bytes(e).map_or("-".to_owned(), |b| b.to_string());
         let consumers: Vec<&str> = e
             .consumers
             .iter()
@@ -349,6 +376,13 @@ fn report_json(report: &RunReport) -> String {
                 "latency_ns": f.latency_ns.iter().map(|l| json!({"p50": l[0], "p99": l[1]})).collect::<Vec<_>>(),
             })),
         })).collect::<Vec<_>>(),
+        "edges": report.edges.iter().map(|e| json!({
+            "entry": e.entry,
+            "bytes": e.bytes,
+            "published_after_seconds": e.published_after.map(|d| d.as_secs_f64()),
+            "frames": e.frames,
+            "dropped": e.dropped,
+        })).collect::<Vec<_>>(),
     })
     .to_string()
 }
@@ -431,9 +465,18 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         );
         b
     });
+    let metrics = match &args.metrics {
+        Some(addr) => Some(crate::metrics::MetricsServer::start(addr, &def.pipeline)?),
+        None => None,
+    };
     let driver = LocalDriver::new(def.pipeline, opts);
     let report = driver
         .run(|p| match p {
+            Progress::Snapshot(s) => {
+                if let Some(m) = &metrics {
+                    m.update(*s);
+                }
+            }
             Progress::Started(op) => {
                 if let Some(b) = &bar {
                     b.set_message(op);
@@ -447,7 +490,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
                 let line = format!("[{operator}] {text}");
                 match &bar {
                     Some(b) => b.println(line),
-                    None if stderr => eprintln!("{line}"),
+                    // With `--report json`, stdout is the report alone.
+                    None if stderr || json => eprintln!("{line}"),
                     None => println!("{line}"),
                 }
             }

@@ -102,12 +102,14 @@ fn run_reports_success_and_failure() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("[hello] hello"), "{stdout}");
-    let json: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    // With --report json, stdout is the report alone; every operator line
+    // goes to stderr.
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["succeeded"], true);
     assert_eq!(json["operators"].as_array().unwrap().len(), 2);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("[hello] to-stderr"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("[hello] hello"), "{stderr}");
+    assert!(stderr.contains("[hello] to-stderr"), "{stderr}");
 
     let out = fastio().arg("run").arg(&ok).output().unwrap();
     assert_eq!(out.status.code(), Some(1));

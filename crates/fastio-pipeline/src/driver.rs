@@ -26,6 +26,7 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use fastio::plan::{EntryKind, POISON_PREFIX, stream_env};
 use fastio::{CONTEXT_ENV, Context, ContextOptions, OPERATOR_ENV};
 
+use crate::snapshot;
 use crate::sys;
 use crate::validate::{IoType, Pipeline};
 
@@ -185,6 +186,37 @@ pub struct RunReport {
     pub output_dir: PathBuf,
     /// The kept context's handle (with `keep_context`).
     pub kept_context: Option<String>,
+    /// Every shared-memory entry, in plan order: what the run measured of
+    /// it (to draw the graph with, `fastio pipeline plan --format dot
+    /// --run REPORT`).
+    pub edges: Vec<EdgeReport>,
+}
+
+/// What a run measured of one entry (an edge of the graph).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EdgeReport {
+    /// The entry (`operator/output`).
+    pub entry: String,
+    /// Bytes its producer published (one-shot runs).
+    pub bytes: Option<u64>,
+    /// When it was there for its consumers: from the start of the run to
+    /// the driver seeing its producer succeed (one-shot runs).
+    pub published_after: Option<Duration>,
+    /// Frames published through it (streaming runs).
+    pub frames: Option<u64>,
+    /// Frames its consumers lost to `drop-oldest` (streaming runs).
+    pub dropped: Option<u64>,
+}
+
+/// An edge report for every entry of `plan`, nothing measured yet.
+pub(crate) fn edges_of(plan: &fastio::plan::Plan) -> Vec<EdgeReport> {
+    plan.entries
+        .iter()
+        .map(|e| EdgeReport {
+            entry: e.name.clone(),
+            ..EdgeReport::default()
+        })
+        .collect()
 }
 
 impl RunReport {
@@ -212,7 +244,13 @@ pub enum Progress {
     Finished(String, Outcome),
     /// In a streaming run, every second: each stream's progress.
     Streams(Vec<crate::supervise::StreamRate>),
+    /// Every second and once at the end: the whole run now (for metrics
+    /// and live views).
+    Snapshot(Box<crate::snapshot::RunSnapshot>),
 }
+
+/// How often runs send a [`Progress::Snapshot`].
+pub const SNAPSHOT_EVERY: Duration = Duration::from_secs(1);
 
 pub(crate) enum Event {
     Line(usize, bool, String),
@@ -452,6 +490,7 @@ impl LocalDriver {
             }
         }
         let dirs = Dirs::make(&self.pipeline, self.opts.output.as_deref())?;
+        let mut edges = edges_of(&self.pipeline.plan);
         let ctx = self.context()?;
         self.prepare(&ctx)?;
         let handle = ctx.handle_for_children()?;
@@ -475,6 +514,7 @@ impl LocalDriver {
         let mut failure: Option<(String, String)> = None;
         let (tx, rx): (Sender<Event>, Receiver<Event>) = unbounded();
         let mut stopping = false;
+        let mut last_snapshot = Instant::now();
         loop {
             // Start what is ready.
             if !stopping {
@@ -525,6 +565,13 @@ impl LocalDriver {
                     let _ = ctx.recover();
                     if rep.outcome == Outcome::Succeeded {
                         rep.bytes_shared = self.bytes_of(&ctx, i);
+                        for (_, e) in &self.pipeline.plan.operators[i].outputs {
+                            let entry = &self.pipeline.plan.entries[*e];
+                            if let Ok(a) = ctx.get(&entry.key) {
+                                edges[*e].bytes = Some(a.size());
+                                edges[*e].published_after = Some(t0.elapsed());
+                            }
+                        }
                     } else {
                         self.poison(&ctx, i);
                         if failure.is_none() && rep.outcome != Outcome::Stopped {
@@ -540,12 +587,32 @@ impl LocalDriver {
                 stopping = true;
             }
             stopping |= self.escalate(&mut running, stopping);
+            if last_snapshot.elapsed() >= SNAPSHOT_EVERY {
+                last_snapshot = Instant::now();
+                let pids = |i: usize| running.get(&i).map(|r| r.pid);
+                progress(Progress::Snapshot(Box::new(snapshot::take(
+                    &ctx,
+                    t0.elapsed(),
+                    &reports,
+                    &pids,
+                    &|i| done[i],
+                    &edges,
+                ))));
+            }
         }
         late_lines(&rx, progress, &mut reports);
         let interrupted = interrupted.load(Ordering::Relaxed);
         if interrupted && failure.is_none() {
             failure = Some(("driver".into(), "interrupted".into()));
         }
+        progress(Progress::Snapshot(Box::new(snapshot::take(
+            &ctx,
+            t0.elapsed(),
+            &reports,
+            &|_| None,
+            &|i| done[i],
+            &edges,
+        ))));
         let results = self.results(&ctx);
         let kept_context = self.opts.keep_context.then(|| ctx.handle().to_owned());
         drop(ctx);
@@ -557,6 +624,7 @@ impl LocalDriver {
             results,
             output_dir: dirs.output,
             kept_context,
+            edges,
         })
     }
 

@@ -44,6 +44,7 @@
 mod driver;
 mod load;
 pub mod model;
+pub mod snapshot;
 mod streaming;
 mod supervise;
 #[allow(unsafe_code)]
@@ -51,8 +52,8 @@ mod sys;
 mod validate;
 
 pub use driver::{
-    DriverError, LocalDriver, OUTPUT_ENV, OperatorReport, Outcome, PAYLOAD_ENV, Progress,
-    RunOptions, RunReport,
+    DriverError, EdgeReport, LocalDriver, OUTPUT_ENV, OperatorReport, Outcome, PAYLOAD_ENV,
+    Progress, RunOptions, RunReport, SNAPSHOT_EVERY,
 };
 pub use fastio::plan::{STREAM_ENV_PREFIX, stream_env};
 pub use load::{Diagnostic, MAX_DEFINITION_BYTES, Severity};

@@ -23,8 +23,9 @@ use fastio::{Context, OperatorStats};
 use crate::driver::Dirs;
 use crate::driver::{
     DriverError, Event, LocalDriver, OperatorReport, Outcome, Progress, RunReport, Running,
-    account, describe, late_lines, line,
+    account, describe, edges_of, late_lines, line,
 };
+use crate::snapshot;
 
 /// How often the driver reports the streams' progress.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
@@ -156,6 +157,15 @@ impl LocalDriver {
                 let secs = last_progress.elapsed().as_secs_f64();
                 last_progress = Instant::now();
                 progress(Progress::Streams(self.stream_rates(&ctx, &mut heads, secs)));
+                let pids = |i: usize| running.get(&i).map(|r| r.pid);
+                progress(Progress::Snapshot(Box::new(snapshot::take(
+                    &ctx,
+                    t0.elapsed(),
+                    &reports,
+                    &pids,
+                    &|i| !running.contains_key(&i),
+                    &self.stream_edges(&ctx),
+                ))));
             }
         }
         late_lines(&rx, progress, &mut reports);
@@ -200,6 +210,15 @@ impl LocalDriver {
                 }
             }
         }
+        let edges = self.stream_edges(&ctx);
+        progress(Progress::Snapshot(Box::new(snapshot::take(
+            &ctx,
+            t0.elapsed(),
+            &reports,
+            &|_| None,
+            &|_| true,
+            &edges,
+        ))));
         let kept_context = self.opts.keep_context.then(|| ctx.handle().to_owned());
         drop(ctx);
         Ok(RunReport {
@@ -210,6 +229,7 @@ impl LocalDriver {
             results: Vec::new(),
             output_dir: dirs.output,
             kept_context,
+            edges,
         })
     }
 
@@ -256,6 +276,19 @@ impl LocalDriver {
     }
 
     /// Frames per second of every stream since the last report.
+    /// Every stream's frames and drops so far.
+    fn stream_edges(&self, ctx: &Context) -> Vec<crate::driver::EdgeReport> {
+        let plan = &self.pipeline.plan;
+        let mut edges = edges_of(plan);
+        for (edge, e) in edges.iter_mut().zip(&plan.entries) {
+            if let Ok(st) = ctx.stream_status(&e.key) {
+                edge.frames = Some(st.head);
+                edge.dropped = Some(st.consumers.iter().map(|c| c.dropped).sum());
+            }
+        }
+        edges
+    }
+
     fn stream_rates(&self, ctx: &Context, heads: &mut [u64], secs: f64) -> Vec<StreamRate> {
         self.pipeline
             .plan

@@ -1,6 +1,7 @@
 //! The driver's system calls (the only module of this crate with
 //! `unsafe`; the crate root denies it elsewhere): reaping an operator with
-//! its resource usage, and signalling an operator's process group.
+//! its resource usage, signalling an operator's process group, and the
+//! clock tick of `/proc`'s CPU times.
 
 /// Waits for our child `pid` to exit (retrying on `EINTR`): its wait
 /// status and resource usage, or None when it cannot be waited for (not
@@ -33,4 +34,12 @@ pub(crate) fn signal_group(pid: i32, sig: i32) {
     // touches no memory of ours; at worst the group no longer exists
     // (ESRCH), which is ignored.
     unsafe { libc::kill(-pid, sig) };
+}
+
+/// Clock ticks per second (`sysconf(_SC_CLK_TCK)`, the unit of CPU times
+/// in `/proc/<pid>/stat`); 100 when it cannot be asked.
+pub(crate) fn clock_ticks_per_second() -> u64 {
+    // SAFETY: sysconf reads a system constant; no memory of ours is involved.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(t).ok().filter(|&t| t > 0).unwrap_or(100)
 }

@@ -229,10 +229,11 @@ operators:
         timeout=120,
     )
     assert p.returncode == 0, (p.stdout, p.stderr)
-    assert "[double] doubled 8 values" in p.stdout
-    assert "[total] sum 24" in p.stdout
-    assert "[c-total] c sum 24" in p.stdout
-    report = json.loads(p.stdout.strip().splitlines()[-1])
+    # With --report json, stdout is the report alone; lines go to stderr.
+    assert "[double] doubled 8 values" in p.stderr
+    assert "[total] sum 24" in p.stderr
+    assert "[c-total] c sum 24" in p.stderr
+    report = json.loads(p.stdout)
     assert report["succeeded"]
 
 
@@ -589,9 +590,9 @@ streaming:
         capture_output=True, text=True, timeout=180,
     )
     assert p.returncode == 0, (p.stdout, p.stderr)
-    assert "[py] python stage: 1000 frames" in p.stdout, p.stdout
-    assert "[sink] sink: 1000 frames" in p.stdout
-    report = json.loads(p.stdout.strip().splitlines()[-1])
+    assert "[py] python stage: 1000 frames" in p.stderr, p.stderr
+    assert "[sink] sink: 1000 frames" in p.stderr
+    report = json.loads(p.stdout)
     py = next(o for o in report["operators"] if o["name"] == "py")
     assert py["frames"]["in"] == [1000] and py["frames"]["out"] == [1000]
 

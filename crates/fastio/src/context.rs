@@ -215,6 +215,15 @@ impl Context {
         self.shared.segment.as_fd()
     }
 
+    /// Processes attached to the context now: (alive, dead but not yet
+    /// reaped).
+    pub fn participants(&self) -> (u64, u64) {
+        let all = self.shared.segment.participants();
+        let alive = all.iter().filter(|p| p.alive).count() as u64;
+        let dead = all.iter().filter(|p| !p.alive && !p.free).count() as u64;
+        (alive, dead)
+    }
+
     /// Whether this handle created the context.
     pub fn is_owner(&self) -> bool {
         self.shared.is_owner()

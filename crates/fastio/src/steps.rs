@@ -72,7 +72,25 @@ pub struct OperatorStats {
     /// Age of each input's frames when they arrived (now minus the source
     /// timestamp), 50th and 99th percentile (ns), per input.
     pub latency_ns: Vec<[u64; 2]>,
+    /// The same ages as a histogram, per input: frames counted in each
+    /// bucket of [`LATENCY_BUCKETS_NS`] (a frame in the first bucket whose
+    /// bound it does not exceed; the last count is beyond every bound).
+    pub latency_buckets: Vec<Vec<u64>>,
+    /// The sum of those ages (ns, saturating), per input.
+    pub latency_sum_ns: Vec<u64>,
 }
+
+/// Upper bounds of the latency histogram's buckets (ns): 1 µs, 2 µs, 4 µs,
+/// ... about 1 s (2^0 to 2^20 µs).
+pub const LATENCY_BUCKETS_NS: [u64; 21] = {
+    let mut b = [0u64; 21];
+    let mut k = 0;
+    while k < 21 {
+        b[k] = 1000 << k;
+        k += 1;
+    }
+    b
+};
 
 impl OperatorStats {
     /// The statistics operator `operator` published in `ctx`, if it did
@@ -95,11 +113,20 @@ impl OperatorStats {
 struct Samples {
     kept: Vec<u64>,
     seen: u64,
+    /// Counts per bucket of [`LATENCY_BUCKETS_NS`], then beyond.
+    buckets: [u64; LATENCY_BUCKETS_NS.len() + 1],
+    sum: u64,
 }
 
 impl Samples {
     fn add(&mut self, v: u64) {
         self.seen += 1;
+        let b = LATENCY_BUCKETS_NS
+            .iter()
+            .position(|&bound| v <= bound)
+            .unwrap_or(LATENCY_BUCKETS_NS.len());
+        self.buckets[b] += 1;
+        self.sum = self.sum.saturating_add(v);
         if self.kept.len() < SAMPLES {
             self.kept.push(v);
         } else {
@@ -266,6 +293,8 @@ impl Steps {
                 .collect(),
             step_ns: t.step.p50_p99(),
             latency_ns: t.latency.iter().map(Samples::p50_p99).collect(),
+            latency_buckets: t.latency.iter().map(|s| s.buckets.to_vec()).collect(),
+            latency_sum_ns: t.latency.iter().map(|s| s.sum).collect(),
         }
     }
 

@@ -84,6 +84,10 @@ pub struct ParticipantInfo {
     /// Whether the occupant is alive: the slot's kernel lock is held and the
     /// recorded process still runs (see the module docs on `fork`).
     pub alive: bool,
+    /// Whether the slot is free: its occupant left, or was reaped after it
+    /// died. A slot neither alive nor free is a dead process not yet
+    /// reaped.
+    pub free: bool,
 }
 
 /// A registered participant of a segment: the identity that owns locks and
@@ -262,6 +266,7 @@ impl Shared {
                     generation,
                     pid: s.pid.load(Ordering::Relaxed),
                     alive: self.slot_alive(slot),
+                    free: s.state.load(Ordering::Acquire) == SLOT_FREE,
                 })
             })
             .collect()

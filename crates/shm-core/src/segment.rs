@@ -447,6 +447,37 @@ impl Segment {
         })
     }
 
+    /// Copies the `out.len()` 64-bit words at `offset` in the data region
+    /// into `out`, each with one relaxed atomic load, from a read-only or
+    /// read-write mapping: how an observer reads control words it must not
+    /// write (racy: words may change between loads; the caller validates).
+    /// Lent-out ranges are refused as in [`Segment::words`].
+    pub fn load_words(&self, offset: Offset, out: &mut [u64]) -> Result<()> {
+        let len = (out.len() as u64)
+            .checked_mul(8)
+            .ok_or(Error::InvalidSize("word count overflows"))?;
+        self.check_not_lent(offset, len)?;
+        let off = check_range(offset, len, 8, self.shared.info.data_offset, self.len())?;
+        for (k, w) in out.iter_mut().enumerate() {
+            // SAFETY: the word lies inside the accessible part of the
+            // mapping (checked above), 8-aligned; other processes only
+            // change it atomically, and a relaxed 64-bit load is allowed
+            // on read-only memory on the platforms we build for (it is a
+            // plain load there), so this reads, never writes.
+            let a = unsafe { &*(self.shared.base().add(off + 8 * k) as *const StdU64) };
+            *w = a.load(Ordering::Relaxed);
+        }
+        std::sync::atomic::fence(Ordering::Acquire);
+        Ok(())
+    }
+
+    /// Whether the participant `token` names (slot and generation, as
+    /// [`Participant::token`](crate::Participant::token) gives it) is
+    /// alive. Reads only: usable from a read-only handle.
+    pub fn token_alive(&self, token: u32) -> bool {
+        self.shared.token_alive(token)
+    }
+
     /// Gives `[offset, offset + len)` of the data region backing store now
     /// (`fallocate`), so that touching it later cannot raise `SIGBUS` when
     /// `/dev/shm` is full: exhaustion is reported here instead.

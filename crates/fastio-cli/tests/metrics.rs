@@ -1,0 +1,224 @@
+//! `fastio run --metrics ADDR` scraped over HTTP during real runs: names,
+//! types and values checked against what the run itself reports.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn fastio() -> &'static str {
+    env!("CARGO_BIN_EXE_fastio")
+}
+
+/// A binary of `fastio-examples` beside ours, built (or found up to date)
+/// by cargo first.
+fn example(bin: &str) -> PathBuf {
+    let st = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "fastio-examples", "--bin", bin])
+        .status()
+        .expect("run cargo");
+    assert!(st.success(), "cargo build --bin {bin}");
+    Path::new(fastio()).with_file_name(bin)
+}
+
+/// A free loopback port.
+fn port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// GET `path`: the status line and the body.
+fn get(port: u16, path: &str) -> Option<(String, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    let (head, body) = text.split_once("\r\n\r\n")?;
+    Some((head.lines().next()?.to_owned(), body.to_owned()))
+}
+
+/// Scrapes until `want` holds for the body (bounded: 30 s).
+fn scrape_until(port: u16, want: impl Fn(&str) -> bool) -> String {
+    let t0 = Instant::now();
+    let mut last = String::new();
+    while t0.elapsed() < Duration::from_secs(30) {
+        if let Some((status, body)) = get(port, "/metrics") {
+            assert_eq!(status, "HTTP/1.1 200 OK");
+            if want(&body) {
+                return body;
+            }
+            last = body;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("the scrape never showed what was wanted; last:\n{last}");
+}
+
+/// The value of the sample `series` (name and labels, exactly).
+fn value(body: &str, series: &str) -> Option<f64> {
+    body.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn a_one_shot_run_scraped_while_it_runs_and_against_its_report() {
+    let dir = std::env::temp_dir().join(format!("fastio-metrics-{}", std::process::id()));
+    let yaml = write(
+        &dir,
+        "p.yaml",
+        "api-version: 0.5.0\nname: two\noperators:\n\
+         - name: a\n  container: {image: sh, command: [sh, -c, 'sleep 2']}\n  output:\n  \
+         - {name: v, type: array, element-type: float32, shape: [256, 256]}\n\
+         - name: b\n  container: {image: sh, command: [sh, -c, 'sleep 1']}\n  input:\n  \
+         - {from: a, name: v, type: array, element-type: float32, shape: [256, 256]}\n",
+    );
+    let port = port();
+    let child = Command::new(fastio())
+        .args([
+            "run",
+            yaml.to_str().unwrap(),
+            "--report",
+            "json",
+            "--metrics",
+        ])
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // While `a` runs: its state, the context's memory, the types.
+    let body = scrape_until(port, |b| {
+        value(b, "fastio_operator_state{operator=\"a\",state=\"running\"}") == Some(1.0)
+    });
+    assert_eq!(
+        value(
+            &body,
+            "fastio_operator_state{operator=\"b\",state=\"waiting\"}"
+        ),
+        Some(1.0)
+    );
+    for (name, kind) in [
+        ("fastio_operator_state", "gauge"),
+        ("fastio_operator_cpu_seconds", "counter"),
+        ("fastio_operator_resident_bytes", "gauge"),
+        ("fastio_context_used_bytes", "gauge"),
+        ("fastio_context_capacity_bytes", "gauge"),
+        ("fastio_context_participants", "gauge"),
+        ("fastio_edge_latency_seconds", "histogram"),
+    ] {
+        assert!(
+            body.contains(&format!("# TYPE {name} {kind}\n")),
+            "{name} {kind}:\n{body}"
+        );
+    }
+    // The static entry is pre-allocated: at least its bytes are in use.
+    assert!(
+        value(&body, "fastio_context_used_bytes").unwrap() >= 262_144.0,
+        "{body}"
+    );
+    assert!(value(&body, "fastio_operator_resident_bytes{operator=\"a\"}").unwrap() > 0.0);
+    // Once `a` is done: the edge's bytes, as the report will say.
+    let body = scrape_until(port, |b| {
+        value(b, "fastio_edge_bytes{entry=\"a/v\"}").is_some()
+    });
+    assert_eq!(
+        value(
+            &body,
+            "fastio_operator_state{operator=\"a\",state=\"succeeded\"}"
+        ),
+        Some(1.0)
+    );
+    let (status, _) = get(port, "/nothing").unwrap();
+    assert_eq!(status, "HTTP/1.1 404 Not Found");
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        value(&body, "fastio_edge_bytes{entry=\"a/v\"}"),
+        report["edges"][0]["bytes"].as_f64()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_stream_scraped_has_frames_and_a_latency_histogram() {
+    let op = example("fio-streamop");
+    let dir = std::env::temp_dir().join(format!("fastio-metrics-s-{}", std::process::id()));
+    let array = "type: array, element-type: uint32, shape: [-1, 64]";
+    let yaml = write(
+        &dir,
+        "s.yaml",
+        &format!(
+            "api-version: 0.5.0\nname: s\noperators:\n\
+             - name: src\n  container: {{image: local, command: [{o}, source, v], variables: {{PAUSE_US: '2000'}}}}\n  output: [{{name: v, {array}}}]\n\
+             - name: sink\n  container: {{image: local, command: [{o}, sink, v]}}\n  input: [{{from: src, name: v, {array}}}]\n\
+             streaming:\n  frames: 1500\n  max-shape:\n    src/v: [8, 64]\n",
+            o = op.display()
+        ),
+    );
+    let port = port();
+    let child = Command::new(fastio())
+        .args([
+            "run",
+            yaml.to_str().unwrap(),
+            "--report",
+            "json",
+            "--metrics",
+        ])
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let body = scrape_until(port, |b| {
+        value(b, "fastio_edge_latency_seconds_count{entry=\"src/v\"}").is_some_and(|n| n >= 100.0)
+    });
+    let frames = value(&body, "fastio_edge_frames_total{entry=\"src/v\"}").unwrap();
+    let count = value(&body, "fastio_edge_latency_seconds_count{entry=\"src/v\"}").unwrap();
+    assert!(frames >= count, "published {frames}, received {count}");
+    let inf = value(
+        &body,
+        "fastio_edge_latency_seconds_bucket{le=\"+Inf\",entry=\"src/v\"}",
+    )
+    .or_else(|| {
+        value(
+            &body,
+            "fastio_edge_latency_seconds_bucket{entry=\"src/v\",le=\"+Inf\"}",
+        )
+    })
+    .unwrap_or_else(|| panic!("no +Inf bucket:\n{body}"));
+    assert_eq!(inf, count, "the +Inf bucket counts every frame");
+    let sum = value(&body, "fastio_edge_latency_seconds_sum{entry=\"src/v\"}").unwrap();
+    assert!(
+        sum > 0.0 && sum / count < 1.0,
+        "mean latency {} s",
+        sum / count
+    );
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["edges"][0]["frames"], 1500);
+    assert!(frames <= 1500.0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
