@@ -75,6 +75,7 @@ mod heap;
 mod layout;
 mod mapping;
 mod names;
+pub mod observe;
 mod ops;
 mod options;
 pub mod plan;

@@ -409,3 +409,94 @@ fn a_producer_learns_that_the_consumer_freed_its_frame() {
     // Freed by the consumer: gone for good, its block back in the cache.
     assert!(matches!(ctx.get("frame"), Err(Error::UnknownName(_))));
 }
+
+/// An observer (`fastio::observe`, what `fastio top` shows) reads a live
+/// context without changing it: names, types, holders and the writer of
+/// a holder process, then that holder dead but not yet reaped.
+#[test]
+fn an_observer_sees_holders_live_and_dead_and_changes_nothing() {
+    let ctx = context(1 << 20);
+    let mut x = publish_pattern(&ctx, "x", 4096);
+    x.set_type_and_dimensions(f32_type(), &[1024]).unwrap();
+    x.publish("x-f32").unwrap();
+    let private = ctx.create(100).unwrap();
+    let mut holder = spawn(ENTRY, &ctx, "holder", &[]);
+    wait_published(&ctx, "holding");
+    let before = ctx.stats().unwrap();
+    let obs = fastio::observe::Observer::open(ctx.handle()).unwrap();
+    let snap = obs.snapshot().unwrap();
+    assert_eq!(
+        ctx.stats().unwrap(),
+        before,
+        "observing changed the context"
+    );
+    assert_eq!(snap.context.stats.live_allocations, before.live_allocations);
+    assert_eq!(snap.context.stats.used_bytes, before.used_bytes);
+    assert_eq!(snap.context.stats.published_names, before.published_names);
+    assert_eq!(snap.context.participants, (2, 0), "us and the holder");
+    assert_eq!(snap.unsettled, 0);
+    let xi = snap
+        .allocations
+        .iter()
+        .find(|a| a.names.iter().any(|n| n.name == "x"))
+        .expect("x is listed");
+    let typed = xi.names.iter().find(|n| n.name == "x-f32").unwrap();
+    assert_eq!(
+        (typed.type_text.as_str(), typed.dims.as_slice()),
+        ("float32", &[1024u64][..])
+    );
+    // The holder holds x twice and maps it for writing.
+    let theirs: Vec<_> = xi
+        .holders
+        .iter()
+        .filter(|h| h.pid != std::process::id())
+        .collect();
+    assert_eq!(theirs.len(), 1, "{xi:?}");
+    assert!(theirs[0].alive && theirs[0].holds == 2, "{xi:?}");
+    assert!(
+        matches!(xi.writer, Some((slot, true)) if slot == theirs[0].slot),
+        "{xi:?}"
+    );
+    // Our private allocation is anonymous, held by us alone.
+    let p = snap
+        .allocations
+        .iter()
+        .find(|a| a.names.is_empty() && a.size == 100)
+        .expect("the private allocation is listed");
+    assert_eq!(p.holders.len(), 1);
+    assert_eq!(p.holders[0].pid, std::process::id());
+    holder.kill9();
+    let snap = obs.snapshot().unwrap();
+    assert_eq!(
+        snap.context.participants,
+        (1, 1),
+        "the holder is dead, not yet reaped"
+    );
+    let xi = snap
+        .allocations
+        .iter()
+        .find(|a| a.names.iter().any(|n| n.name == "x"))
+        .unwrap();
+    assert!(xi.holders.iter().any(|h| !h.alive), "{xi:?}");
+    assert!(matches!(xi.writer, Some((_, false))), "{xi:?}");
+    // Recovery reclaims its holds and its mapping; the observer sees that
+    // too (its registry slot stays until a new process takes it).
+    ctx.recover().unwrap();
+    let snap = obs.snapshot().unwrap();
+    assert!(
+        snap.allocations
+            .iter()
+            .all(|a| a.holders.iter().all(|h| h.alive))
+    );
+    assert!(snap.allocations.iter().all(|a| a.writer.is_none()));
+    drop(private);
+    x.free().unwrap();
+}
+
+#[test]
+fn an_observer_refuses_what_is_not_a_context() {
+    let seg = shm_core::Segment::anonymous(&shm_core::SegmentOptions::new(1 << 16)).unwrap();
+    assert!(fastio::observe::Observer::from_segment(seg).is_err());
+    assert!(fastio::observe::Observer::open("no-such-context-name").is_err());
+    assert!(fastio::observe::Observer::open("/nonexistent/path").is_err());
+}
