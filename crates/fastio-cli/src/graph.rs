@@ -68,7 +68,12 @@ pub(crate) fn measured_edges(report: &Value) -> Vec<(String, Measured)> {
 }
 
 fn quote(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+    format!(
+        "\"{}\"",
+        s.replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('\n', "\\n")
+    )
 }
 
 fn human(b: u64) -> String {
@@ -105,7 +110,7 @@ fn edge_label(p: &Pipeline, i: usize, e: &EntryPlan, measured: Option<&Measured>
             lines.push(format!("run: {}", run.join(", ")));
         }
     }
-    lines.join("\\n")
+    lines.join("\n")
 }
 
 /// The plan as Graphviz DOT.

@@ -13,6 +13,7 @@ mod params_cmd;
 mod params_output;
 mod pipeline_cmd;
 mod shm_cmd;
+mod top;
 
 use std::process::ExitCode;
 
@@ -43,6 +44,9 @@ enum Command {
     /// Run a pipeline: its operators as processes sharing one Fast I/O
     /// context.
     Run(pipeline_cmd::RunArgs),
+    /// Watch every live context of this user: memory, operators, streams,
+    /// allocations (read-only; `q` quits).
+    Top(top::TopArgs),
 }
 
 /// A failure to report: the text goes to stderr as is, then the process
@@ -60,6 +64,7 @@ fn main() -> ExitCode {
         Command::Params(cmd) => params_cmd::run(cmd),
         Command::Pipeline(cmd) => pipeline_cmd::run_pipeline_cmd(cmd),
         Command::Run(args) => pipeline_cmd::run(args),
+        Command::Top(args) => top::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

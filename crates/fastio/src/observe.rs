@@ -100,6 +100,8 @@ pub struct ContextInfo {
     pub segment_bytes: u64,
     /// Processes attached: alive, and dead but not yet reaped.
     pub participants: (u64, u64),
+    /// Their process ids, and whether each is alive.
+    pub processes: Vec<(u32, bool)>,
     /// Usage counts, computed from the records (not the derived counters).
     pub stats: Stats,
 }
@@ -296,6 +298,11 @@ impl Observer {
                 closed: t.is_closed(),
                 segment_bytes: self.segment.len(),
                 participants: (alive, dead),
+                processes: registry
+                    .iter()
+                    .filter(|p| !p.free)
+                    .map(|p| (p.pid, p.alive))
+                    .collect(),
                 stats,
             },
             allocations,

@@ -451,12 +451,17 @@ impl Segment {
     /// into `out`, each with one relaxed atomic load, from a read-only or
     /// read-write mapping: how an observer reads control words it must not
     /// write (racy: words may change between loads; the caller validates).
-    /// Lent-out ranges are refused as in [`Segment::words`].
+    /// Through a read-write handle, lent-out ranges are refused as in
+    /// [`Segment::words`]; a read-only handle reads them too: its
+    /// `PROT_READ` mapping is its own, and nothing ever hands out a mutable
+    /// reference into it, so a load through it aliases nothing.
     pub fn load_words(&self, offset: Offset, out: &mut [u64]) -> Result<()> {
         let len = (out.len() as u64)
             .checked_mul(8)
             .ok_or(Error::InvalidSize("word count overflows"))?;
-        self.check_not_lent(offset, len)?;
+        if self.shared.access == Access::ReadWrite {
+            self.check_not_lent(offset, len)?;
+        }
         let off = check_range(offset, len, 8, self.shared.info.data_offset, self.len())?;
         for (k, w) in out.iter_mut().enumerate() {
             // SAFETY: the word lies inside the accessible part of the

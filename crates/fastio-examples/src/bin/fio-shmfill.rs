@@ -9,7 +9,8 @@
 //!   BYTES, writes its every page, publishes it, and frees it;
 //! * `array CAPACITY ROWS COLS` — the same through `create_array`
 //!   (float32).
-//! * `hold named|anonymous` — creates a context, publishes `secret` (8
+//! * `hold named|anonymous` — creates a context (named with the prefix
+//!   `PREFIX` when set), publishes `secret` (8
 //!   bytes, 0x5A), prints `handle HANDLE pid PID`, and keeps it until its
 //!   standard input closes;
 //! * `hold shared GID` — the same with a named context shared with group
@@ -33,6 +34,9 @@ fn context(capacity: u64) -> Result<Context, Error> {
 /// `hold`: a context with a published `secret`, kept until stdin closes.
 fn hold(named: bool, group: Option<u32>) -> Result<(), Error> {
     let mut opts = ContextOptions::new().capacity(1 << 20).anonymous(!named);
+    if let Ok(prefix) = std::env::var("PREFIX") {
+        opts = opts.prefix(prefix);
+    }
     if let Some(gid) = group {
         opts = opts.share_with_group(gid);
     }

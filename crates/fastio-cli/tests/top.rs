@@ -1,0 +1,232 @@
+//! `fastio top` as a person uses it: in a real terminal (tmux: start it,
+//! send keys, capture the screen) beside a running streaming pipeline, and
+//! its bad states with real processes: a context whose owner was
+//! SIGKILLed (then collected by `fastio shm gc`), and something in
+//! `/dev/shm` that is not a context. Needs tmux (`.ci/run` installs it).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn fastio() -> &'static str {
+    env!("CARGO_BIN_EXE_fastio")
+}
+
+/// A binary of `fastio-examples` beside ours, built (or found up to date)
+/// by cargo first.
+fn example(bin: &str) -> PathBuf {
+    let st = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "fastio-examples", "--bin", bin])
+        .status()
+        .expect("run cargo");
+    assert!(st.success(), "cargo build --bin {bin}");
+    Path::new(fastio()).with_file_name(bin)
+}
+
+fn tmux(args: &[&str]) -> std::process::Output {
+    Command::new("tmux").args(args).output().expect("run tmux")
+}
+
+fn tmux_present() -> bool {
+    let ok = Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    assert!(
+        ok || std::env::var_os("CI").is_none(),
+        "tmux is required in CI (bash .ci/run installs it)"
+    );
+    ok
+}
+
+/// The screen of tmux session `s` until `want` holds (bounded: 30 s).
+fn screen_until(s: &str, want: impl Fn(&str) -> bool) -> String {
+    let t0 = Instant::now();
+    let mut last = String::new();
+    while t0.elapsed() < Duration::from_secs(30) {
+        let out = tmux(&["capture-pane", "-p", "-t", s]);
+        last = String::from_utf8_lossy(&out.stdout).into_owned();
+        if want(&last) {
+            return last;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("the screen never showed what was wanted; last screen:\n{last}");
+}
+
+/// Kills the tmux session when dropped (also when a test fails).
+struct Session(String);
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = tmux(&["kill-session", "-t", &self.0]);
+    }
+}
+
+#[test]
+fn top_in_a_terminal_shows_a_running_stream_live_and_quits_on_q() {
+    if !tmux_present() {
+        return;
+    }
+    let op = example("fio-streamop");
+    let dir = std::env::temp_dir().join(format!("fastio-top-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let yaml = dir.join("s.yaml");
+    let array = "type: array, element-type: uint32, shape: [-1, 64]";
+    std::fs::write(
+        &yaml,
+        format!(
+            "api-version: 0.5.0\nname: toptest\noperators:\n\
+             - name: camera\n  container: {{image: local, command: [{o}, source, v], variables: {{PAUSE_US: '2000'}}}}\n  output: [{{name: v, {array}}}]\n\
+             - name: viewer\n  container: {{image: local, command: [{o}, sink, v]}}\n  input: [{{from: camera, name: v, {array}}}]\n\
+             streaming:\n  duration: 20\n  max-shape:\n    camera/v: [8, 64]\n",
+            o = op.display()
+        ),
+    )
+    .unwrap();
+    let log = dir.join("run.log");
+    let mut run = Command::new(fastio())
+        .args(["run", yaml.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    // The run is up once its context is (top lists pipeline runs first).
+    let t0 = Instant::now();
+    while !top_once().contains("operator ") {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the pipeline did not start: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let name = format!("fastio-top-{}", std::process::id());
+    let session = Session(name.clone());
+    let started = tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        &name,
+        "-x",
+        "200",
+        "-y",
+        "50",
+        &format!("{} top --interval 0.5", fastio()),
+    ]);
+    assert!(started.status.success(), "{started:?}");
+    let screen = screen_until(&name, |s| {
+        s.contains("operators of") && s.contains("camera/v") && s.contains(" fps")
+    });
+    for want in [
+        "fastio top",
+        "contexts",
+        "camera",
+        "viewer",
+        "fastio.stream/camera/v",
+        "allocations of",
+        "published",
+    ] {
+        assert!(screen.contains(want), "{want:?} missing:\n{screen}");
+    }
+    // The camera's frames out grow between refreshes.
+    let frames = |s: &str| -> u64 {
+        s.lines()
+            .find(|l| {
+                l.contains("│camera") || l.trim_start_matches(['│', ' ']).starts_with("camera ")
+            })
+            .and_then(|l| {
+                l.split(['│', ' '])
+                    .filter(|w| !w.is_empty())
+                    .filter_map(|w| w.parse::<u64>().ok())
+                    .max()
+            })
+            .unwrap_or(0)
+    };
+    let first = frames(&screen);
+    let later = screen_until(&name, |s| frames(s) > first);
+    assert!(frames(&later) > first);
+    // `s` changes the allocations' order; `q` quits.
+    assert!(tmux(&["send-keys", "-t", &name, "s"]).status.success());
+    screen_until(&name, |s| s.contains("sort allocations by name"));
+    assert!(tmux(&["send-keys", "-t", &name, "q"]).status.success());
+    let t0 = Instant::now();
+    while tmux(&["has-session", "-t", &name]).status.success() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "top did not quit on q"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(session);
+    let _ = run.kill();
+    let _ = run.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn top_once() -> String {
+    let out = Command::new(fastio())
+        .args(["top", "--once"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn top_marks_a_dead_owner_and_a_non_context_and_gc_cleans_the_dead() {
+    // A named context whose owner is SIGKILLed: it stays in /dev/shm.
+    // Its own prefix: no other context's creation collects it first.
+    let mut owner = Command::new(example("fio-shmfill"))
+        .args(["hold", "named"])
+        .env("PREFIX", format!("fastiotop{}", std::process::id()))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(owner.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    let name = line.split_whitespace().nth(1).unwrap().to_owned();
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    // Something in /dev/shm that is no context at all.
+    let junk = format!(
+        "fastio-{:032x}",
+        u128::from(std::process::id()) << 64 | 0xbad
+    );
+    let junk_path = format!("/dev/shm/{junk}");
+    std::fs::write(&junk_path, vec![0x5Au8; 8192]).unwrap();
+    std::fs::set_permissions(
+        &junk_path,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+    let text = top_once();
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(&name))
+        .unwrap_or_else(|| panic!("{name} missing:\n{text}"));
+    assert!(row.contains("owner dead"), "{row}");
+    assert!(text.contains("secret"), "its allocation is listed:\n{text}");
+    if let Some(junk_row) = text.lines().find(|l| l.starts_with(&junk)) {
+        assert!(junk_row.contains("unreadable"), "{junk_row}");
+    }
+    // gc collects the dead owner's context; top no longer lists it.
+    let gc = Command::new(fastio()).args(["shm", "gc"]).output().unwrap();
+    assert!(
+        gc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&gc.stderr)
+    );
+    assert!(!Path::new(&format!("/dev/shm/{name}")).exists());
+    assert!(!top_once().contains(&name));
+    let _ = std::fs::remove_file(&junk_path);
+}
