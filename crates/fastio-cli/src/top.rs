@@ -320,12 +320,13 @@ fn operator_rows(s: &Snapshot) -> Vec<Vec<String>> {
                 Some(&(pid, alive)) => {
                     let (cpu, rss) = usage(pid).unwrap_or_default();
                     (
-                        format!("{pid}{}", if alive { "" } else { " (dead)" }),
+                        format!("{pid} {}", if alive { "running" } else { "DEAD" }),
                         format!("{cpu:.2}"),
                         human(rss),
                     )
                 }
-                None => ("-".into(), "-".into(), "-".into()),
+                // Not attached: not started yet, or done and gone.
+                None => ("not attached".into(), "-".into(), "-".into()),
             };
             let st = stats_of(s, &o.name);
             let list = |v: Option<&Vec<u64>>| {
