@@ -39,11 +39,11 @@ fn tmux_present() -> bool {
     ok
 }
 
-/// The screen of tmux session `s` until `want` holds (bounded: 30 s).
+/// The screen of tmux session `s` until `want` holds (bounded: 60 s).
 fn screen_until(s: &str, want: impl Fn(&str) -> bool) -> String {
     let t0 = Instant::now();
     let mut last = String::new();
-    while t0.elapsed() < Duration::from_secs(30) {
+    while t0.elapsed() < Duration::from_secs(60) {
         let out = tmux(&["capture-pane", "-p", "-t", s]);
         last = String::from_utf8_lossy(&out.stdout).into_owned();
         if want(&last) {
@@ -79,7 +79,7 @@ fn top_in_a_terminal_shows_a_running_stream_live_and_quits_on_q() {
             "api-version: 0.5.0\nname: toptest\noperators:\n\
              - name: camera\n  container: {{image: local, command: [{o}, source, v], variables: {{PAUSE_US: '2000'}}}}\n  output: [{{name: v, {array}}}]\n\
              - name: viewer\n  container: {{image: local, command: [{o}, sink, v]}}\n  input: [{{from: camera, name: v, {array}}}]\n\
-             streaming:\n  duration: 20\n  max-shape:\n    camera/v: [8, 64]\n",
+             streaming:\n  duration: 120\n  max-shape:\n    camera/v: [8, 64]\n",
             o = op.display()
         ),
     )
@@ -159,8 +159,13 @@ fn top_in_a_terminal_shows_a_running_stream_live_and_quits_on_q() {
         std::thread::sleep(Duration::from_millis(100));
     }
     drop(session);
-    let _ = run.kill();
-    let _ = run.wait();
+    // Stop the run as Ctrl-C would: the driver stops its operators.
+    let _ = Command::new("kill").args(["-INT", &run.id().to_string()]).status();
+    let t0 = Instant::now();
+    while run.try_wait().unwrap().is_none() {
+        assert!(t0.elapsed() < Duration::from_secs(30), "the run did not stop on SIGINT");
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
