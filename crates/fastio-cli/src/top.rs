@@ -289,7 +289,7 @@ const CONTEXT_HEADER: [&str; 8] = [
 ];
 const OPERATOR_HEADER: [&str; 8] = [
     "operator",
-    "pid",
+    "process",
     "cpu s",
     "rss",
     "frames in",
@@ -298,12 +298,13 @@ const OPERATOR_HEADER: [&str; 8] = [
     "p50/p99 per frame",
 ];
 const STREAM_HEADER: [&str; 5] = ["stream", "depth", "fill", "rate", "consumers"];
-const ALLOC_HEADER: [&str; 6] = [
+const ALLOC_HEADER: [&str; 7] = [
     "allocation",
     "size",
     "type and shape",
     "holders",
     "writer",
+    "age",
     "state",
 ];
 
@@ -466,7 +467,21 @@ fn alloc_rows(s: &Snapshot, sort: usize) -> Vec<Vec<String>> {
                 AllocState::Active if a.names.is_empty() => "private",
                 AllocState::Active => "published",
             };
-            vec![names, human(a.size), ty, holders, writer, state.to_owned()]
+            let age = a.created_unix_ms.map_or("-".to_owned(), |ms| {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_millis() as u64);
+                format!("{:.1} s", now.saturating_sub(ms) as f64 / 1000.0)
+            });
+            vec![
+                names,
+                human(a.size),
+                ty,
+                holders,
+                writer,
+                age,
+                state.to_owned(),
+            ]
         })
         .collect()
 }

@@ -160,10 +160,15 @@ fn top_in_a_terminal_shows_a_running_stream_live_and_quits_on_q() {
     }
     drop(session);
     // Stop the run as Ctrl-C would: the driver stops its operators.
-    let _ = Command::new("kill").args(["-INT", &run.id().to_string()]).status();
+    let _ = Command::new("kill")
+        .args(["-INT", &run.id().to_string()])
+        .status();
     let t0 = Instant::now();
     while run.try_wait().unwrap().is_none() {
-        assert!(t0.elapsed() < Duration::from_secs(30), "the run did not stop on SIGINT");
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "the run did not stop on SIGINT"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -83,6 +83,8 @@ pub struct AllocInfo {
     pub holders: Vec<Holder>,
     /// The slot mapping it for writing, and whether that process is alive.
     pub writer: Option<(u32, bool)>,
+    /// When it was made (ms since the Unix epoch), when known.
+    pub created_unix_ms: Option<u64>,
 }
 
 /// The context as a whole.
@@ -235,6 +237,7 @@ impl Observer {
                 names: Vec::new(),
                 holders,
                 writer,
+                created_unix_ms: Some(t.rget(i, rec::CREATED_MS)).filter(|&ms| ms > 0),
             });
         }
         let mut poisoned = Vec::new();

@@ -57,6 +57,9 @@ pub(crate) mod rec {
     pub(crate) const CREATOR: usize = 7;
     /// A name slot + 1 that probably names this allocation (a hint).
     pub(crate) const NAME_HINT: usize = 8;
+    /// When the allocation was made (ms since the Unix epoch), for
+    /// observers; 0 when unknown.
+    pub(crate) const CREATED_MS: usize = 9;
     /// First per-participant hold entry.
     pub(crate) const HOLDS: usize = 10;
 }
