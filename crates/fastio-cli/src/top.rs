@@ -209,18 +209,8 @@ fn operator_pids(s: &Snapshot) -> BTreeMap<String, (u32, bool)> {
 
 /// CPU seconds and resident bytes of `pid`.
 fn usage(pid: u32) -> Option<(f64, u64)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: u64 = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let rss: u64 = status
-        .lines()
-        .find(|l| l.starts_with("VmRSS:"))
-        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        .unwrap_or(0);
-    // The kernel's USER_HZ is 100 on every Linux we build for.
-    Some((ticks as f64 / 100.0, rss * 1024))
+    let (cpu, rss) = fastio_pipeline::snapshot::process_usage(i32::try_from(pid).ok()?)?;
+    Some((cpu.as_secs_f64(), rss))
 }
 
 /// The contexts table's rows.

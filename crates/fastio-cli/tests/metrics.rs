@@ -1,26 +1,14 @@
 //! `fastio run --metrics ADDR` scraped over HTTP during real runs: names,
 //! types and values checked against what the run itself reports.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+
+use common::{example, fastio, write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn fastio() -> &'static str {
-    env!("CARGO_BIN_EXE_fastio")
-}
-
-/// A binary of `fastio-examples` beside ours, built (or found up to date)
-/// by cargo first.
-fn example(bin: &str) -> PathBuf {
-    let st = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "fastio-examples", "--bin", bin])
-        .status()
-        .expect("run cargo");
-    assert!(st.success(), "cargo build --bin {bin}");
-    Path::new(fastio()).with_file_name(bin)
-}
 
 /// A free loopback port.
 fn port() -> u16 {
@@ -64,13 +52,6 @@ fn value(body: &str, series: &str) -> Option<f64> {
     body.lines()
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
 }
 
 #[test]

@@ -5,25 +5,14 @@
 //! one has the modes the umask makes. Needs root (CI is); elsewhere the
 //! tests say so and pass only outside CI.
 
+mod common;
+
 use std::path::{Path, PathBuf};
+
+use common::{example, fastio};
 use std::process::{Child, Command, Output, Stdio};
 
 const OTHER: &str = "fastio-other";
-
-fn fastio() -> &'static str {
-    env!("CARGO_BIN_EXE_fastio")
-}
-
-/// A binary of `fastio-examples` beside ours, built (or found up to date)
-/// by cargo first.
-fn example(bin: &str) -> PathBuf {
-    let st = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "fastio-examples", "--bin", bin])
-        .status()
-        .expect("run cargo");
-    assert!(st.success(), "cargo build --bin {bin}");
-    Path::new(fastio()).with_file_name(bin)
-}
 
 /// Makes sure the second user exists; false when we cannot (not root).
 fn other_user() -> bool {

@@ -7,23 +7,12 @@
 //! while the file system is not is its own error. Needs root (CI is);
 //! elsewhere the cases say so and pass only outside CI.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::PathBuf;
+
+use common::{example, fastio, write};
 use std::process::{Command, Output};
-
-fn fastio() -> &'static str {
-    env!("CARGO_BIN_EXE_fastio")
-}
-
-/// A binary of `fastio-examples` beside ours, built (or found up to date)
-/// by cargo first.
-fn example(bin: &str) -> PathBuf {
-    let st = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "fastio-examples", "--bin", bin])
-        .status()
-        .expect("run cargo");
-    assert!(st.success(), "cargo build --bin {bin}");
-    Path::new(fastio()).with_file_name(bin)
-}
 
 /// Runs `script` (sh) with a `mb` MiB tmpfs on `/dev/shm`, then lists what
 /// is left there after a `__LEFT__` line. None when this machine cannot
@@ -118,13 +107,6 @@ fn a_full_context_on_a_roomy_dev_shm_is_the_context_capacity_error() {
     assert!(text.contains("context capacity exceeded: bytes"), "{text}");
     assert!(text.contains("rc=4"), "{text}");
     assert!(left.is_empty(), "{left:?}");
-}
-
-fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
-    std::fs::create_dir_all(dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
-    p
 }
 
 fn tmp(tag: &str) -> PathBuf {

@@ -4,24 +4,13 @@
 //! SIGKILLed (then collected by `fastio shm gc`), and something in
 //! `/dev/shm` that is not a context. Needs tmux (`.ci/run` installs it).
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
+
+use common::{example, fastio};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn fastio() -> &'static str {
-    env!("CARGO_BIN_EXE_fastio")
-}
-
-/// A binary of `fastio-examples` beside ours, built (or found up to date)
-/// by cargo first.
-fn example(bin: &str) -> PathBuf {
-    let st = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "fastio-examples", "--bin", bin])
-        .status()
-        .expect("run cargo");
-    assert!(st.success(), "cargo build --bin {bin}");
-    Path::new(fastio()).with_file_name(bin)
-}
 
 fn tmux(args: &[&str]) -> std::process::Output {
     Command::new("tmux").args(args).output().expect("run tmux")

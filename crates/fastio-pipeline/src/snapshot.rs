@@ -60,7 +60,7 @@ pub struct RunSnapshot {
 }
 
 /// CPU time and resident bytes of process `pid` now, from `/proc`.
-pub(crate) fn process_usage(pid: i32) -> Option<(Duration, u64)> {
+pub fn process_usage(pid: i32) -> Option<(Duration, u64)> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command (which may hold spaces), from field 3 on.
     let rest = &stat[stat.rfind(')')? + 2..];
