@@ -649,6 +649,10 @@ def test_stream_views_keep_their_frames_and_the_producer_waits_for_them(ctx):
     kept = frame.array()
     with pytest.raises(ValueError):
         kept[0] = 9
+    # DLPack: the same read-only memory, no copy.
+    via = np.from_dlpack(kept)
+    assert not via.flags.writeable and via.ctypes.data == kept.ctypes.data
+    del via
     # Both slots are taken (one held by the view, one unread): the producer
     # waits, then gives up.
     with pytest.raises(fastio.Error, match="(?i)timed out|timeout"):
