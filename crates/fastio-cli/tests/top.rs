@@ -104,6 +104,24 @@ fn top_in_a_terminal_shows_a_running_stream_live_and_quits_on_q() {
         &format!("{} top --interval 0.5", fastio()),
     ]);
     assert!(started.status.success(), "{started:?}");
+    // Other pipelines may be running on this machine: move the selection
+    // (`j`) until it is ours, as a person would.
+    let t0 = Instant::now();
+    loop {
+        let out = tmux(&["capture-pane", "-p", "-t", &name]);
+        let s = String::from_utf8_lossy(&out.stdout);
+        if s.contains("camera/v") {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "our run never showed:\n{s}"
+        );
+        if s.contains("operators of") {
+            tmux(&["send-keys", "-t", &name, "j"]);
+        }
+        std::thread::sleep(Duration::from_millis(300));
+    }
     let screen = screen_until(&name, |s| {
         s.contains("operators of") && s.contains("camera/v") && s.contains(" fps")
     });
