@@ -184,6 +184,14 @@ pub unsafe extern "C" fn fastio_stream_begin(
         // SAFETY: the caller's contract.
         let (p, shape) = unsafe { (handle(p)?, slice(shape, ndim, "shape")?) };
         let shape = shape.to_vec();
+        // Refuse a shape beyond the largest before taking (or waiting
+        // for) a slot: a failed call changes nothing.
+        let max = p.producer.max_shape();
+        if shape.len() != max.len() || shape.iter().zip(max).any(|(d, m)| d > m) {
+            return Err(Failure::invalid(format!(
+                "frame shape {shape:?} beyond the stream's largest {max:?}"
+            )));
+        }
         p.producer.begin(timeout(timeout_ms))?;
         p.producer.set_shape(&shape)?;
         let bytes = p.producer.bytes_mut()?;

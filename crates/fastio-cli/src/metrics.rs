@@ -86,9 +86,17 @@ impl MetricsServer {
         })
     }
 
-    /// Serves `snapshot` from now on.
-    pub(crate) fn update(&self, snapshot: RunSnapshot) {
-        *self.latest.lock().unwrap_or_else(|p| p.into_inner()) = Some(snapshot);
+    /// Serves `snapshot` from now on. CPU time is a counter: each
+    /// operator's never goes below what was served before (a process
+    /// being reaped has no `/proc` entry for a moment).
+    pub(crate) fn update(&self, mut snapshot: RunSnapshot) {
+        let mut latest = self.latest.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(prev) = latest.as_ref() {
+            for (o, p) in snapshot.operators.iter_mut().zip(&prev.operators) {
+                o.cpu = o.cpu.max(p.cpu);
+            }
+        }
+        *latest = Some(snapshot);
     }
 }
 
@@ -105,6 +113,7 @@ impl Drop for MetricsServer {
 fn answer(mut stream: TcpStream, body: &str) -> std::io::Result<()> {
     stream.set_nonblocking(false)?;
     stream.set_read_timeout(Some(Duration::from_secs(2)))?;
+    stream.set_write_timeout(Some(Duration::from_secs(2)))?;
     let mut request = [0u8; 2048];
     let n = stream.read(&mut request)?;
     let first = String::from_utf8_lossy(&request[..n]);
@@ -306,7 +315,7 @@ pub(crate) fn encode(snap: Option<&RunSnapshot>, consumers: &[Option<(usize, usi
                     .zip(counts.iter().copied())
                     .collect();
                 buckets.truncate(fastio::LATENCY_BUCKETS_NS.len() + 1);
-                let count = counts.iter().sum();
+                let count = counts.iter().fold(0u64, |a, &c| a.saturating_add(c));
                 latency.push((l.clone(), sum as f64 / 1e9, count, buckets));
             }
         }

@@ -84,7 +84,10 @@ fn discover() -> Vec<Found> {
             };
             if seen.insert((m.dev(), m.ino())) {
                 out.push(Found {
-                    label: format!("memfd of pid {pid}"),
+                    label: format!(
+                        "memfd of pid {pid} (fd {})",
+                        fd.file_name().to_string_lossy()
+                    ),
                     target: fd.path().display().to_string(),
                 });
             }

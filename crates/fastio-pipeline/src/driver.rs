@@ -605,12 +605,14 @@ impl LocalDriver {
         if interrupted && failure.is_none() {
             failure = Some(("driver".into(), "interrupted".into()));
         }
+        // At the end every operator is finished (`NotRun` if it never
+        // started).
         progress(Progress::Snapshot(Box::new(snapshot::take(
             &ctx,
             t0.elapsed(),
             &reports,
             &|_| None,
-            &|i| done[i],
+            &|_| true,
             &edges,
         ))));
         let results = self.results(&ctx);
@@ -754,7 +756,8 @@ impl LocalDriver {
 /// Fills in how operator `r` ended from its wait status and usage.
 pub(crate) fn account(rep: &mut OperatorReport, r: &Running, status: i32, usage: &libc::rusage) {
     rep.wall = r.started.elapsed();
-    rep.cpu = tv(usage.ru_utime) + tv(usage.ru_stime);
+    // Summed over every run of the operator (restarts included).
+    rep.cpu += tv(usage.ru_utime) + tv(usage.ru_stime);
     rep.peak_rss_kib = rep.peak_rss_kib.max(usage.ru_maxrss.max(0) as u64);
     rep.outcome = if r.timed_out {
         Outcome::TimedOut

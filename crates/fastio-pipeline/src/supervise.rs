@@ -283,7 +283,11 @@ impl LocalDriver {
         for (edge, e) in edges.iter_mut().zip(&plan.entries) {
             if let Ok(st) = ctx.stream_status(&e.key) {
                 edge.frames = Some(st.head);
-                edge.dropped = Some(st.consumers.iter().map(|c| c.dropped).sum());
+                edge.dropped = Some(
+                    st.consumers
+                        .iter()
+                        .fold(0u64, |a, c| a.saturating_add(c.dropped)),
+                );
             }
         }
         edges
@@ -312,7 +316,10 @@ impl LocalDriver {
                     entry: e.name.clone(),
                     frames: st.head,
                     fps,
-                    dropped: st.consumers.iter().map(|c| c.dropped).sum(),
+                    dropped: st
+                        .consumers
+                        .iter()
+                        .fold(0u64, |a, c| a.saturating_add(c.dropped)),
                     latency_ns,
                 })
             })

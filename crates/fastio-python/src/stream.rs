@@ -148,14 +148,18 @@ impl PyStreamProducer {
     }
 
     /// Ends the stream: consumers stop after the frames sent so far.
-    fn end(&self) -> PyResult<()> {
-        lock(&self.producer).end().map_err(err)
+    /// (Without the GIL: another thread may hold the producer while it
+    /// waits for a slot that a consumer thread frees.)
+    fn end(&self, py: Python<'_>) -> PyResult<()> {
+        let producer = &self.producer;
+        py.detach(|| lock(producer).end()).map_err(err)
     }
 
     /// Marks the stream failed after the frames sent so far: consumers
     /// raise `PoisonedError`.
-    fn poison(&self) {
-        lock(&self.producer).poison();
+    fn poison(&self, py: Python<'_>) {
+        let producer = &self.producer;
+        py.detach(|| lock(producer).poison());
     }
 }
 

@@ -132,6 +132,12 @@ impl Observer {
     /// read-only; the kernel checks that the caller may).
     pub fn open(target: &str) -> Result<Observer> {
         let segment = if target.starts_with('/') {
+            // Only a regular file (a memfd or a file in /dev/shm): opening
+            // a FIFO that took a closed descriptor's number would block.
+            let is_file = std::fs::metadata(target).is_ok_and(|m| m.is_file());
+            if !is_file {
+                return Err(Error::Shm(shm_core::Error::NotRegularFile));
+            }
             let file = std::fs::File::open(target).map_err(|e| {
                 Error::Shm(shm_core::Error::Sys {
                     op: "open",
@@ -145,9 +151,15 @@ impl Observer {
         Observer::from_segment(segment)
     }
 
-    /// Observes an already opened segment (read-only or not: it is only
-    /// read).
+    /// Observes a segment opened read-only (`Segment::open_read_only`, or
+    /// `Segment::from_fd` with `Access::ReadOnly`): only such a handle may
+    /// read the heap, which the context's users lend out.
     pub fn from_segment(segment: Segment) -> Result<Observer> {
+        if segment.access() != Access::ReadOnly {
+            return Err(Error::Unsupported(
+                "an observer reads through a read-only handle".into(),
+            ));
+        }
         let data_offset = segment.data_offset().get();
         let mut header = [0u64; HEADER_WORDS];
         segment.load_words(Offset(data_offset + 64), &mut header)?;
@@ -174,10 +186,13 @@ impl Observer {
         let words: Vec<AtomicU64> = copy.into_iter().map(AtomicU64::new).collect();
         let t = Table::new(&words, l)?;
         let registry = self.segment.participants();
-        let pid_of = |slot: u32| {
+        // The process a token names: its slot's occupant, if the slot's
+        // generation is still the token's (else 0: it was taken since).
+        let pid_of = |token: u32| {
+            let (slot, generation) = (token & 63, (token >> 6) & 0x3F_FFFF);
             registry
                 .iter()
-                .find(|p| p.slot == slot)
+                .find(|p| p.slot == slot && p.generation & 0x3F_FFFF == generation)
                 .map_or(0, |p| p.pid)
         };
         let mut unsettled = 0u32;
@@ -218,7 +233,7 @@ impl Observer {
                     let h = t.holds(i, s);
                     (h != Holds::split(0)).then(|| Holder {
                         slot: s,
-                        pid: pid_of(s),
+                        pid: pid_of(h.token),
                         alive: self.segment.token_alive(h.token),
                         holds: h.holds,
                         read_maps: h.reads,
@@ -279,10 +294,16 @@ impl Observer {
                 dims: meta.dims,
             });
         }
+        // Heap bytes are read after the control words: keep them only if
+        // the record still holds the same allocation afterwards.
         let bytes_of = |idx: u32| -> Option<Vec<u8>> {
             let a = allocations.iter().find(|a| a.record == idx)?;
             let (off, _) = t.block(idx).ok()?;
-            self.heap_bytes(off, a.size).ok()
+            let bytes = self.heap_bytes(off, a.size).ok()?;
+            let mut now = [0u64];
+            let word = l.control_offset + 8 * (l.rec(idx) + rec::STATE) as u64;
+            self.segment.load_words(Offset(word), &mut now).ok()?;
+            (now[0] == t.rget(idx, rec::STATE)).then_some(bytes)
         };
         let plan = plan_at.and_then(|i| Plan::decode(&bytes_of(i)?).ok());
         let operator_stats = stats_at
