@@ -199,7 +199,16 @@ impl Run<'_> {
             "chain {}",
             self.dir.file_name().unwrap_or_default().display()
         );
-        Step::new(name, cmd).run()?;
+        let before = shm_files();
+        let ran = Step::new(name, cmd).run();
+        // dora-rs (its Zenoh shared memory) leaves `*.zenoh` files in
+        // /dev/shm: remove those this run made.
+        for f in shm_files().difference(&before) {
+            if f.ends_with(".zenoh") {
+                let _ = std::fs::remove_file(Path::new("/dev/shm").join(f));
+            }
+        }
+        ran?;
         let text = std::fs::read_to_string(&result)
             .map_err(|e| format!("{}: the sink wrote no result: {e}", self.dir.display()))?;
         parse_result(&text)
@@ -301,6 +310,17 @@ impl Run<'_> {
         y.push_str(&node("sink", Some("stage"), self.sink_variables(result)));
         y
     }
+}
+
+/// The names in /dev/shm now.
+fn shm_files() -> std::collections::BTreeSet<String> {
+    std::fs::read_dir("/dev/shm")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Latency and throughput of one variant at one size.

@@ -23,7 +23,7 @@ use fastio::Step;
 
 use crate::entry::fastio_operator;
 use crate::ptr::{cstr, handle, out, writable};
-use crate::status::{FASTIO_END_OF_STREAM, Failure, guard, result};
+use crate::status::{Failure, end_of_stream_or, guard, result};
 
 /// One frame of a streaming operator (opaque in C): from
 /// `fastio_operator_next_frame` until `fastio_frame_done`.
@@ -70,11 +70,7 @@ pub unsafe extern "C" fn fastio_operator_next_frame(
             }
         }
     });
-    if code == 0 && ended {
-        FASTIO_END_OF_STREAM
-    } else {
-        code
-    }
+    end_of_stream_or(code, ended)
 }
 
 /// The source frame's number and timestamp (ns since the Unix epoch);

@@ -46,6 +46,16 @@ pub const FASTIO_END_OF_STREAM: result = 15;
 /// backed now (the message says how much was asked and how much is free).
 pub const FASTIO_ERR_NO_SPACE: result = 16;
 
+/// The status of a call that waits for a frame: `code`, or
+/// `FASTIO_END_OF_STREAM` when it succeeded because the stream `ended`.
+pub(crate) fn end_of_stream_or(code: result, ended: bool) -> result {
+    if code == FASTIO_OK && ended {
+        FASTIO_END_OF_STREAM
+    } else {
+        code
+    }
+}
+
 /// A failure inside an export: its code and message.
 #[derive(Debug)]
 pub(crate) struct Failure {

@@ -36,7 +36,7 @@ use fastio::{Frame, Overflow, StreamConsumer, StreamOptions, StreamProducer};
 
 use crate::context::fastio_context;
 use crate::ptr::{cstr, handle, out, writable};
-use crate::status::{FASTIO_END_OF_STREAM, Failure, guard, result};
+use crate::status::{Failure, end_of_stream_or, guard, result};
 
 /// `overflow` of `fastio_stream_create`: a full stream makes the producer
 /// wait (nothing is lost).
@@ -326,11 +326,7 @@ pub unsafe extern "C" fn fastio_stream_next(
             }
         }
     });
-    if code == 0 && ended {
-        FASTIO_END_OF_STREAM
-    } else {
-        code
-    }
+    end_of_stream_or(code, ended)
 }
 
 /// Frames this consumer lost to `drop-oldest` so far.

@@ -9,8 +9,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{example, fastio};
-use std::process::{Child, Command, Output, Stdio};
+use common::{example, fastio, hold};
+use std::process::{Command, Output};
 
 const OTHER: &str = "fastio-other";
 
@@ -59,26 +59,6 @@ fn as_other(program: &str, args: &[&str]) -> Output {
         .expect("run setpriv")
 }
 
-/// A process of ours holding a context with a published `secret`: the
-/// process, its handle and its pid.
-fn hold(kind: &str) -> (Child, String, String) {
-    let mut child = Command::new(example("fio-shmfill"))
-        .args(["hold", kind])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let words: Vec<&str> = line.split_whitespace().collect();
-    assert_eq!((words[0], words[2]), ("handle", "pid"), "{line}");
-    (child, words[1].to_owned(), words[3].to_owned())
-}
-
 fn text(o: &Output) -> String {
     format!(
         "{}{}",
@@ -93,7 +73,7 @@ fn another_user_cannot_reach_our_named_context_in_any_way() {
         return;
     }
     let shmfill = example("fio-shmfill");
-    let (mut child, name, _) = hold("named");
+    let (mut child, name, _) = hold(&["named"], &[]);
     // Ours: attaches and reads.
     let own = Command::new(&shmfill)
         .args(["attach", &name])
@@ -157,7 +137,7 @@ fn another_user_cannot_take_our_anonymous_context_through_proc() {
     if !other_user() {
         return;
     }
-    let (mut child, handle, pid) = hold("anonymous");
+    let (mut child, handle, pid) = hold(&["anonymous"], &[]);
     let fd = handle.strip_prefix("fd:").expect("an anonymous handle");
     let path = format!("/proc/{pid}/fd/{fd}");
     assert!(std::fs::File::open(&path).is_ok(), "we can open our own");
@@ -282,19 +262,7 @@ fn a_context_shared_with_a_group_is_open_to_its_members_who_ask_and_nobody_else(
     let gid = share_group();
     let shmfill = example("fio-shmfill");
     let exe = shmfill.to_str().unwrap();
-    let mut child = Command::new(&shmfill)
-        .args(["hold", "shared", &gid.to_string()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let name = line.split_whitespace().nth(1).unwrap().to_owned();
+    let (mut child, name, _) = hold(&["shared", &gid.to_string()], &[]);
     let path = format!("/dev/shm/{name}");
     let meta = std::fs::metadata(&path).unwrap();
     assert_eq!(mode(Path::new(&path)), 0o660);
@@ -337,7 +305,7 @@ fn an_unshared_context_made_group_readable_afterwards_is_refused() {
         return;
     }
     let gid = share_group();
-    let (mut child, name, _) = hold("named");
+    let (mut child, name, _) = hold(&["named"], &[]);
     let path = format!("/dev/shm/{name}");
     // Someone (not the library) opens it up: mode 0660, group changed.
     let st = Command::new("chgrp")

@@ -8,7 +8,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{example, fastio};
+use common::{example, fastio, hold};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -198,20 +198,8 @@ fn top_once() -> String {
 fn top_marks_a_dead_owner_and_a_non_context_and_gc_cleans_the_dead() {
     // A named context whose owner is SIGKILLed: it stays in /dev/shm.
     // Its own prefix: no other context's creation collects it first.
-    let mut owner = Command::new(example("fio-shmfill"))
-        .args(["hold", "named"])
-        .env("PREFIX", format!("fastiotop{}", std::process::id()))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(owner.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    let name = line.split_whitespace().nth(1).unwrap().to_owned();
+    let prefix = format!("fastiotop{}", std::process::id());
+    let (mut owner, name, _) = hold(&["named"], &[("PREFIX", prefix)]);
     owner.kill().unwrap();
     owner.wait().unwrap();
     // Something in /dev/shm that is no context at all.
@@ -220,6 +208,14 @@ fn top_marks_a_dead_owner_and_a_non_context_and_gc_cleans_the_dead() {
         u128::from(std::process::id()) << 64 | 0xbad
     );
     let junk_path = format!("/dev/shm/{junk}");
+    // Removed even when an assertion below fails.
+    struct Remove(String);
+    impl Drop for Remove {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let _junk_guard = Remove(junk_path.clone());
     std::fs::write(&junk_path, vec![0x5Au8; 8192]).unwrap();
     std::fs::set_permissions(
         &junk_path,
@@ -245,5 +241,4 @@ fn top_marks_a_dead_owner_and_a_non_context_and_gc_cleans_the_dead() {
     );
     assert!(!Path::new(&format!("/dev/shm/{name}")).exists());
     assert!(!top_once().contains(&name));
-    let _ = std::fs::remove_file(&junk_path);
 }
