@@ -178,11 +178,12 @@ fn state_name(s: &OperatorState) -> &'static str {
         OperatorState::Finished(Outcome::Stopped) => "stopped",
         OperatorState::Finished(Outcome::NotRun) => "not_run",
         OperatorState::Finished(Outcome::SpawnFailed(_)) => "not_started",
+        OperatorState::Finished(Outcome::Elsewhere(_)) => "elsewhere",
     }
 }
 
 /// The states `fastio_operator_state` has a series for.
-const STATES: [&str; 8] = [
+const STATES: [&str; 9] = [
     "waiting",
     "running",
     "succeeded",
@@ -191,6 +192,7 @@ const STATES: [&str; 8] = [
     "stopped",
     "not_run",
     "not_started",
+    "elsewhere",
 ];
 
 /// The OpenMetrics text of `snap` (an empty exposition before the first).

@@ -93,6 +93,61 @@ pub(crate) struct RunArgs {
     /// `http://ADDR/metrics` while it runs (`127.0.0.1:9184`).
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// Run this host's part of a pipeline placed on several hosts
+    /// (`placement:`); every host runs the same definition with its own
+    /// `--host` (docs/hosts.md).
+    #[arg(long, value_name = "NAME")]
+    host: Option<String>,
+    /// A Zenoh endpoint of another host to connect to
+    /// (`tcp/10.0.0.2:7447`; repeatable).
+    #[arg(long, value_name = "ENDPOINT", requires = "host")]
+    connect: Vec<String>,
+    /// A Zenoh endpoint to listen on (`tcp/0.0.0.0:7447`; repeatable).
+    #[arg(long, value_name = "ENDPOINT", requires = "host")]
+    listen: Vec<String>,
+    /// Tells concurrent runs of one pipeline apart (the same on every
+    /// host of a run).
+    #[arg(long, value_name = "ID", default_value = "run", requires = "host")]
+    run_id: String,
+    /// Longest wait for every host to join, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 60.0, requires = "host")]
+    join_timeout: f64,
+    /// A host silent this long is gone (Zenoh's lease), in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 3.0, requires = "host")]
+    lease: f64,
+    /// A Zenoh configuration file (json5) to start from, for a router or
+    /// TLS; the options above are set on top of it.
+    #[arg(long, value_name = "FILE", requires = "host")]
+    zenoh_config: Option<PathBuf>,
+}
+
+/// The link of `--host NAME` to the other hosts of the run.
+fn host_link(
+    args: &RunArgs,
+    host: &str,
+    pipeline: &fastio_pipeline::Pipeline,
+) -> Result<fastio_net::ZenohLink, Failure> {
+    let secs = |flag: &str, v: f64| {
+        if v > 0.0 && v.is_finite() && v < 1e9 {
+            Ok(Duration::from_secs_f64(v))
+        } else {
+            Err(Failure {
+                message: format!("{flag} {v}: expected a positive number of seconds"),
+                code: 2,
+            })
+        }
+    };
+    let mut o = fastio_net::NetOptions::new(host);
+    o.run_id = args.run_id.clone();
+    o.connect = args.connect.clone();
+    o.listen = args.listen.clone();
+    o.join_timeout = secs("--join-timeout", args.join_timeout)?;
+    o.lease = secs("--lease", args.lease)?;
+    o.config_file = args.zenoh_config.clone();
+    fastio_net::ZenohLink::new(pipeline, o).map_err(|message| Failure {
+        message: format!("{}: {message}", args.def.file.display()),
+        code: 2,
+    })
 }
 
 fn params(raw: &[String]) -> Result<Vec<(String, String)>, Failure> {
@@ -231,6 +286,9 @@ pub(crate) fn plan_text(def: &Definition) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
+    if p.placement.is_distributed() {
+        out.push_str(&hosts_text(p));
+    }
     if let Some(st) = &p.plan.streaming {
         out.push_str(&streaming_text(p, st));
         return out;
@@ -239,6 +297,39 @@ pub(crate) fn plan_text(def: &Definition) -> String {
     for (k, wave) in p.schedule.iter().enumerate() {
         let names: Vec<&str> = wave.iter().map(|&i| p.operators[i].name.as_str()).collect();
         out.push_str(&format!("  {}: {}\n", k + 1, names.join(", ")));
+    }
+    out
+}
+
+/// The hosts of a placed pipeline, their operators, and the entries that
+/// cross from one host to another with the bytes each moves.
+fn hosts_text(p: &fastio_pipeline::Pipeline) -> String {
+    let pl = &p.placement;
+    let mut out = String::from("hosts:\n");
+    for (h, name) in pl.hosts.iter().enumerate() {
+        let ops: Vec<&str> = (0..p.operators.len())
+            .filter(|&i| pl.host_of[i] == h)
+            .map(|i| p.operators[i].name.as_str())
+            .collect();
+        out.push_str(&format!("  {name}: {}\n", ops.join(", ")));
+    }
+    let crossings = pl.crossings(&p.plan);
+    if crossings.is_empty() {
+        out.push_str("no entry crosses hosts\n");
+        return out;
+    }
+    out.push_str("crossing hosts (each sent once to each consuming host):\n");
+    for c in crossings {
+        let to: Vec<&str> = c.to.iter().map(|&h| pl.hosts[h].as_str()).collect();
+        let bytes = c.bytes.map_or("dynamic".to_owned(), |b| {
+            format!("{b} bytes ({})", fastio::human_bytes(b))
+        });
+        out.push_str(&format!(
+            "  {}  {} -> {}  {bytes}\n",
+            p.plan.entries[c.entry].name,
+            pl.hosts[c.from],
+            to.join(", ")
+        ));
     }
     out
 }
@@ -304,6 +395,7 @@ fn outcome_text(o: &Outcome) -> String {
         Outcome::Stopped => "stopped".into(),
         Outcome::NotRun => "not run".into(),
         Outcome::SpawnFailed(e) => format!("not started: {e}"),
+        Outcome::Elsewhere(h) => format!("on host {h}"),
     }
 }
 
@@ -436,8 +528,8 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         .filter(|p| !p.as_os_str().is_empty())
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
     let mut opts = RunOptions {
-        input: args.input,
-        output: args.output,
+        input: args.input.clone(),
+        output: args.output.clone(),
         named_context: args.named_context,
         keep_context: args.keep_context,
         headroom: args.headroom << 20,
@@ -469,64 +561,79 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         Some(addr) => Some(crate::metrics::MetricsServer::start(addr, &def.pipeline)?),
         None => None,
     };
+    let mut link = match &args.host {
+        Some(host) => Some(host_link(&args, host, &def.pipeline)?),
+        None => {
+            if def.pipeline.placement.is_distributed() {
+                eprintln!(
+                    "note: the definition places operators on hosts {}; without --host every operator runs here",
+                    def.pipeline.placement.hosts.join(", ")
+                );
+            }
+            None
+        }
+    };
     let driver = LocalDriver::new(def.pipeline, opts);
-    let report = driver
-        .run(|p| match p {
-            Progress::Snapshot(s) => {
-                if let Some(m) = &metrics {
-                    m.update(*s);
-                }
+    let on_progress = |p| match p {
+        Progress::Snapshot(s) => {
+            if let Some(m) = &metrics {
+                m.update(*s);
             }
-            Progress::Started(op) => {
-                if let Some(b) = &bar {
-                    b.set_message(op);
-                }
+        }
+        Progress::Started(op) => {
+            if let Some(b) = &bar {
+                b.set_message(op);
             }
-            Progress::Line {
-                operator,
-                stderr,
-                text,
-            } => {
-                let line = format!("[{operator}] {text}");
-                match &bar {
-                    Some(b) => b.println(line),
-                    // With `--report json`, stdout is the report alone.
-                    None if stderr || json => eprintln!("{line}"),
-                    None => println!("{line}"),
-                }
+        }
+        Progress::Line {
+            operator,
+            stderr,
+            text,
+        } => {
+            let line = format!("[{operator}] {text}");
+            match &bar {
+                Some(b) => b.println(line),
+                // With `--report json`, stdout is the report alone.
+                None if stderr || json => eprintln!("{line}"),
+                None => println!("{line}"),
             }
-            Progress::Finished(_, _) => {
-                if let Some(b) = &bar {
-                    b.inc(1);
-                }
+        }
+        Progress::Finished(_, _) => {
+            if let Some(b) = &bar {
+                b.inc(1);
             }
-            Progress::Streams(rates) => {
-                let line = rates
-                    .iter()
-                    .map(|r| match r.latency_ns {
-                        Some([p50, p99]) => format!(
-                            "{} {:.0} fps, {:.2}/{:.2} ms p50/p99 ({} frames)",
-                            r.entry,
-                            r.fps,
-                            p50 as f64 / 1e6,
-                            p99 as f64 / 1e6,
-                            r.frames
-                        ),
-                        None => format!("{} {:.0} fps ({} frames)", r.entry, r.fps, r.frames),
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" | ");
-                match &bar {
-                    Some(b) => b.set_message(line),
-                    None if !json => eprintln!("streams: {line}"),
-                    None => {}
-                }
+        }
+        Progress::Streams(rates) => {
+            let line = rates
+                .iter()
+                .map(|r| match r.latency_ns {
+                    Some([p50, p99]) => format!(
+                        "{} {:.0} fps, {:.2}/{:.2} ms p50/p99 ({} frames)",
+                        r.entry,
+                        r.fps,
+                        p50 as f64 / 1e6,
+                        p99 as f64 / 1e6,
+                        r.frames
+                    ),
+                    None => format!("{} {:.0} fps ({} frames)", r.entry, r.fps, r.frames),
+                })
+                .collect::<Vec<_>>()
+                .join(" | ");
+            match &bar {
+                Some(b) => b.set_message(line),
+                None if !json => eprintln!("streams: {line}"),
+                None => {}
             }
-        })
-        .map_err(|e| Failure {
-            message: format!("{}: {e}", args.def.file.display()),
-            code: 1,
-        })?;
+        }
+    };
+    let report = match link.as_mut() {
+        Some(l) => driver.run_on_host(l, on_progress),
+        None => driver.run(on_progress),
+    }
+    .map_err(|e| Failure {
+        message: format!("{}: {e}", args.def.file.display()),
+        code: 1,
+    })?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

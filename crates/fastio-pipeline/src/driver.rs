@@ -26,6 +26,7 @@ use crossbeam_channel::{Receiver, Sender, unbounded};
 use fastio::plan::{EntryKind, POISON_PREFIX, stream_env};
 use fastio::{CONTEXT_ENV, Context, ContextOptions, OPERATOR_ENV};
 
+use crate::hosts::{HostLink, LinkEvent};
 use crate::snapshot;
 use crate::sys;
 use crate::validate::{IoType, Pipeline};
@@ -63,6 +64,21 @@ pub enum DriverError {
     /// A signal handler could not be installed.
     #[error("signal handler: {0}")]
     Signal(std::io::Error),
+    /// The link to the other hosts of a multi-host run failed before any
+    /// operator started (a host that did not join in time, say).
+    #[error("{0}")]
+    Link(String),
+    /// `--host` names no host of the pipeline's placement.
+    #[error("host {host:?} runs no operator of this pipeline (its hosts: {})", hosts.join(", "))]
+    UnknownHost {
+        /// The host asked for.
+        host: String,
+        /// The pipeline's hosts.
+        hosts: Vec<String>,
+    },
+    /// A streaming pipeline cannot run across hosts yet.
+    #[error("a streaming pipeline cannot run across hosts yet")]
+    StreamingAcrossHosts,
     /// `/dev/shm` cannot hold what the pipeline needs before its operators
     /// start (checked first: no operator is started).
     #[error(
@@ -143,6 +159,9 @@ pub enum Outcome {
     NotRun,
     /// Could not be started.
     SpawnFailed(String),
+    /// Placed on another host (named), whose driver runs it; a failure
+    /// there is the run's failure.
+    Elsewhere(String),
 }
 
 /// One operator's part of a run.
@@ -400,9 +419,17 @@ impl LocalDriver {
 
     /// Publishes the plan and pre-allocates (and pre-faults) every static
     /// output under its entry name.
-    fn prepare(&self, ctx: &Context) -> Result<(), DriverError> {
+    fn prepare(&self, ctx: &Context, local: &dyn Fn(usize) -> bool) -> Result<(), DriverError> {
         self.pipeline.plan.publish(ctx)?;
-        for e in self.pipeline.plan.entries.iter().filter(|e| e.is_static()) {
+        // Entries produced on another host arrive in fresh allocations
+        // (the link publishes them); only ours are pre-allocated.
+        for e in self
+            .pipeline
+            .plan
+            .entries
+            .iter()
+            .filter(|e| e.is_static() && local(e.producer))
+        {
             let element = dtype::Type::primitive(e.element);
             let shape: Vec<usize> = e.shape.iter().map(|d| d.unwrap_or(0)).collect();
             let mut a = ctx.create_array(element, &shape)?;
@@ -469,8 +496,44 @@ impl LocalDriver {
         let result = if self.pipeline.plan.streaming.is_some() {
             self.run_streaming(&mut progress, &interrupted, t0)
         } else {
-            self.run_inner(&mut progress, &interrupted, t0)
+            self.run_inner(&mut progress, &interrupted, t0, None)
         };
+        for id in sig_ids {
+            signal_hook::low_level::unregister(id);
+        }
+        result
+    }
+
+    /// Runs this host's part of a pipeline placed on several hosts: the
+    /// operators placed on `link.host()`, in a local context, with the
+    /// entries that cross hosts carried by `link`. The report lists the
+    /// other hosts' operators as [`Outcome::Elsewhere`]; a failure on any
+    /// host is the run's failure.
+    pub fn run_on_host(
+        &self,
+        link: &mut dyn HostLink,
+        mut progress: impl FnMut(Progress),
+    ) -> Result<RunReport, DriverError> {
+        if self.pipeline.plan.streaming.is_some() {
+            return Err(DriverError::StreamingAcrossHosts);
+        }
+        let placement = &self.pipeline.placement;
+        if placement.host_index(link.host()).is_none() {
+            return Err(DriverError::UnknownHost {
+                host: link.host().to_owned(),
+                hosts: placement.hosts.clone(),
+            });
+        }
+        let t0 = Instant::now();
+        let interrupted = Arc::new(AtomicBool::new(false));
+        let mut sig_ids = Vec::new();
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            sig_ids.push(
+                signal_hook::flag::register(sig, interrupted.clone())
+                    .map_err(DriverError::Signal)?,
+            );
+        }
+        let result = self.run_inner(&mut progress, &interrupted, t0, Some(link));
         for id in sig_ids {
             signal_hook::low_level::unregister(id);
         }
@@ -482,18 +545,29 @@ impl LocalDriver {
         progress: &mut dyn FnMut(Progress),
         interrupted: &AtomicBool,
         t0: Instant,
+        mut link: Option<&mut dyn HostLink>,
     ) -> Result<RunReport, DriverError> {
         let ops = &self.pipeline.operators;
-        for op in ops {
-            if op.command.is_empty() {
+        let placement = &self.pipeline.placement;
+        let here = link.as_ref().and_then(|l| placement.host_index(l.host()));
+        let local = |i: usize| here.is_none_or(|h| placement.host_of[i] == h);
+        for (i, op) in ops.iter().enumerate() {
+            if op.command.is_empty() && local(i) {
                 return Err(DriverError::NoCommand(op.name.clone()));
             }
         }
         let dirs = Dirs::make(&self.pipeline, self.opts.output.as_deref())?;
         let mut edges = edges_of(&self.pipeline.plan);
         let ctx = self.context()?;
-        self.prepare(&ctx)?;
+        self.prepare(&ctx, &local)?;
         let handle = ctx.handle_for_children()?;
+        let link_events = match link.as_deref_mut() {
+            Some(l) => {
+                l.start(&ctx).map_err(DriverError::Link)?;
+                Some(l.events())
+            }
+            None => None,
+        };
         let n = ops.len();
         let deps: Vec<Vec<usize>> = ops
             .iter()
@@ -506,15 +580,28 @@ impl LocalDriver {
             .collect();
         let mut reports: Vec<OperatorReport> = ops
             .iter()
-            .map(|o| OperatorReport::not_run(&o.name))
+            .enumerate()
+            .map(|(i, o)| {
+                let mut r = OperatorReport::not_run(&o.name);
+                if !local(i) {
+                    r.outcome = Outcome::Elsewhere(placement.host_name(i).to_owned());
+                }
+                r
+            })
             .collect();
         let mut done = vec![false; n];
-        let mut started = vec![false; n];
+        // Operators of other hosts are never started here; they are done
+        // when the link says so.
+        let mut started: Vec<bool> = (0..n).map(|i| !local(i)).collect();
+        let mut remote_ok = vec![false; n];
         let mut running: BTreeMap<usize, Running> = BTreeMap::new();
         let mut failure: Option<(String, String)> = None;
         let (tx, rx): (Sender<Event>, Receiver<Event>) = unbounded();
         let mut stopping = false;
         let mut last_snapshot = Instant::now();
+        let ok = |i: usize, done: &[bool], reports: &[OperatorReport], remote_ok: &[bool]| {
+            done[i] && (reports[i].outcome == Outcome::Succeeded || remote_ok[i])
+        };
         loop {
             // Start what is ready.
             if !stopping {
@@ -522,11 +609,7 @@ impl LocalDriver {
                     if running.len() >= self.opts.jobs.max(1) {
                         break;
                     }
-                    if started[i]
-                        || !deps[i]
-                            .iter()
-                            .all(|&d| done[d] && reports[d].outcome == Outcome::Succeeded)
-                    {
+                    if started[i] || !deps[i].iter().all(|&d| ok(d, &done, &reports, &remote_ok)) {
                         continue;
                     }
                     started[i] = true;
@@ -534,6 +617,9 @@ impl LocalDriver {
                         Ok(pid) => {
                             progress(Progress::Started(ops[i].name.clone()));
                             running.insert(i, Running::new(pid));
+                            if let Some(l) = link.as_deref_mut() {
+                                l.operator_started(i);
+                            }
                         }
                         Err(e) => {
                             done[i] = true;
@@ -542,15 +628,57 @@ impl LocalDriver {
                                 ops[i].name.clone(),
                                 format!("could not start: {e}"),
                             ));
+                            if let Some(l) = link.as_deref_mut() {
+                                l.operator_finished(&ctx, i, Err(format!("could not start: {e}")));
+                            }
                             stopping = true;
                         }
                     }
                 }
             }
-            if running.is_empty() {
+            // A local operator that has not started may still start once
+            // the remote operators it waits for are done.
+            let may_start = !stopping
+                && (0..n).any(|i| {
+                    !started[i]
+                        && deps[i]
+                            .iter()
+                            .all(|&d| ok(d, &done, &reports, &remote_ok) || (!local(d) && !done[d]))
+                });
+            if running.is_empty() && !may_start {
                 break;
             }
-            match rx.recv_timeout(Duration::from_millis(50)) {
+            let event = match &link_events {
+                Some(events) => crossbeam_channel::select! {
+                    recv(rx) -> e => e.map_err(|_| ()),
+                    recv(events) -> le => {
+                        match le {
+                            Ok(le) => remote_event(
+                                le,
+                                ops,
+                                &mut done,
+                                &mut remote_ok,
+                                &mut edges,
+                                &self.pipeline.plan,
+                                t0,
+                                &mut failure,
+                                &mut stopping,
+                            ),
+                            Err(_) => {
+                                failure.get_or_insert((
+                                    "driver".into(),
+                                    "the link to the other hosts closed".into(),
+                                ));
+                                stopping = true;
+                            }
+                        }
+                        Err(())
+                    },
+                    default(Duration::from_millis(50)) => Err(()),
+                },
+                None => rx.recv_timeout(Duration::from_millis(50)).map_err(|_| ()),
+            };
+            match event {
                 Ok(Event::Line(i, stderr, text)) => {
                     line(progress, &mut reports[i], stderr, text);
                 }
@@ -572,8 +700,14 @@ impl LocalDriver {
                                 edges[*e].published_after = Some(t0.elapsed());
                             }
                         }
+                        if let Some(l) = link.as_deref_mut() {
+                            l.operator_finished(&ctx, i, Ok(()));
+                        }
                     } else {
                         self.poison(&ctx, i);
+                        if let Some(l) = link.as_deref_mut() {
+                            l.operator_finished(&ctx, i, Err(describe(&rep.outcome)));
+                        }
                         if failure.is_none() && rep.outcome != Outcome::Stopped {
                             failure = Some((ops[i].name.clone(), describe(&rep.outcome)));
                         }
@@ -581,7 +715,7 @@ impl LocalDriver {
                     }
                     progress(Progress::Finished(ops[i].name.clone(), rep.outcome.clone()));
                 }
-                Err(_) => {}
+                Err(()) => {}
             }
             if interrupted.load(Ordering::Relaxed) && !stopping {
                 stopping = true;
@@ -601,6 +735,14 @@ impl LocalDriver {
             }
         }
         late_lines(&rx, progress, &mut reports);
+        if let Some(l) = link.as_deref_mut() {
+            // Wait for the other hosts (they may still read what this
+            // host sends) and take the first failure seen elsewhere.
+            let elsewhere = l.finish(failure.as_ref(), interrupted);
+            if failure.is_none() {
+                failure = elsewhere;
+            }
+        }
         let interrupted = interrupted.load(Ordering::Relaxed);
         if interrupted && failure.is_none() {
             failure = Some(("driver".into(), "interrupted".into()));
@@ -753,6 +895,44 @@ impl LocalDriver {
     }
 }
 
+/// Applies what the link says happened elsewhere to the run's state.
+#[allow(clippy::too_many_arguments)]
+fn remote_event(
+    event: LinkEvent,
+    ops: &[crate::validate::OperatorDef],
+    done: &mut [bool],
+    remote_ok: &mut [bool],
+    edges: &mut [EdgeReport],
+    plan: &fastio::plan::Plan,
+    t0: Instant,
+    failure: &mut Option<(String, String)>,
+    stopping: &mut bool,
+) {
+    match event {
+        LinkEvent::RemoteSucceeded { op, bytes } => {
+            if op < done.len() {
+                done[op] = true;
+                remote_ok[op] = true;
+                let _ = bytes;
+                for (_, e) in &plan.operators[op].outputs {
+                    edges[*e].published_after.get_or_insert(t0.elapsed());
+                }
+            }
+        }
+        LinkEvent::RemoteFailed { op, host, why } => {
+            if op < done.len() {
+                done[op] = true;
+                failure.get_or_insert((ops[op].name.clone(), format!("on host {host}: {why}")));
+            }
+            *stopping = true;
+        }
+        LinkEvent::Failed { host, why } => {
+            failure.get_or_insert((format!("host {host}"), why));
+            *stopping = true;
+        }
+    }
+}
+
 /// Fills in how operator `r` ended from its wait status and usage.
 pub(crate) fn account(rep: &mut OperatorReport, r: &Running, status: i32, usage: &libc::rusage) {
     rep.wall = r.started.elapsed();
@@ -785,6 +965,7 @@ pub(crate) fn describe(o: &Outcome) -> String {
         Outcome::Stopped => "was stopped".into(),
         Outcome::NotRun => "did not run".into(),
         Outcome::SpawnFailed(e) => format!("could not start: {e}"),
+        Outcome::Elsewhere(h) => format!("ran on host {h}"),
     }
 }
 

@@ -42,8 +42,10 @@
 #![deny(unsafe_code)]
 
 mod driver;
+pub mod hosts;
 mod load;
 pub mod model;
+pub mod placement;
 pub mod snapshot;
 mod streaming;
 mod supervise;
@@ -56,7 +58,9 @@ pub use driver::{
     Progress, RunOptions, RunReport, SNAPSHOT_EVERY,
 };
 pub use fastio::plan::{STREAM_ENV_PREFIX, stream_env};
+pub use hosts::{HostLink, LinkEvent};
 pub use load::{Diagnostic, MAX_DEFINITION_BYTES, Severity};
+pub use placement::{Crossing, DEFAULT_HOST, Placement};
 pub use supervise::StreamRate;
 pub use validate::{InputDef, IoType, MAX_NAME_LEN, OperatorDef, OutputDef, Pipeline};
 

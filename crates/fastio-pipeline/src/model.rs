@@ -42,6 +42,19 @@ pub struct PipelineDoc {
     /// Ours, not Clara's: run the pipeline as a stream of frames
     /// (`docs/pipelines.md`, *Streaming*).
     pub streaming: Option<Spanned<StreamingDoc>>,
+    /// Ours, not Clara's: which host runs which operator
+    /// (`docs/hosts.md`).
+    pub placement: Option<Spanned<PlacementDoc>>,
+}
+
+/// `placement:`: the host of each operator.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PlacementDoc {
+    /// The host of every operator not listed (default `main`).
+    pub default: Option<Spanned<String>>,
+    /// Host name: the operators it runs.
+    pub hosts: Option<BTreeMap<String, Spanned<Vec<Spanned<String>>>>>,
 }
 
 /// `streaming:`: the operators stay up and frames flow through them.

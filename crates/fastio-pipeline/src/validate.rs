@@ -123,6 +123,9 @@ pub struct Pipeline {
     /// Waves of operator indexes: each runs once all earlier waves that
     /// feed it are done; operators in one wave are independent.
     pub schedule: Vec<Vec<usize>>,
+    /// Which host runs which operator (one host, `main`, without a
+    /// `placement:` section).
+    pub placement: crate::placement::Placement,
 }
 
 fn valid_name(s: &str) -> bool {
@@ -414,12 +417,28 @@ pub(crate) fn validate(doc: &PipelineDoc, r: &mut Report) -> Option<Pipeline> {
             return None;
         }
     }
+    let placement = match &doc.placement {
+        None => crate::placement::Placement::single(operators.len()),
+        Some(pd) => {
+            let p = crate::placement::check(pd, &operators, r)?;
+            if p.is_distributed() && plan.streaming.is_some() {
+                r.error(
+                    pd.referenced,
+                    "placement",
+                    "a streaming pipeline cannot be placed on several hosts yet (one-shot pipelines can)",
+                );
+                return None;
+            }
+            p
+        }
+    };
     Some(Pipeline {
         name: doc.name.value.clone(),
         api_version: doc.api_version.value.0.clone(),
         operators,
         plan,
         schedule,
+        placement,
     })
 }
 

@@ -12,6 +12,11 @@
 //!   operator, maps its inputs, and exits.
 //! * `die-writing OUT` — maps OUT for writing, writes half, then SIGKILLs
 //!   itself.
+//! * `pattern OUT SEED` — OUT (any kind; a dynamic one takes `FILL_SHAPE`,
+//!   a string `PATTERN_TEXT`) filled with a pseudo-random byte pattern of
+//!   SEED; prints `checksum OUT <hex> <shape>`.
+//! * `checksum IN...` — prints `checksum IN <hex> <shape>` of each input
+//!   (the same line as `pattern`'s for the same bytes and shape).
 
 #![forbid(unsafe_code)]
 
@@ -24,6 +29,35 @@ fn shape_from_env() -> Vec<usize> {
         .split(',')
         .filter_map(|s| s.trim().parse().ok())
         .collect()
+}
+
+/// A 64-bit checksum of `bytes` (word at a time; not cryptographic).
+fn checksum(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ bytes.len() as u64;
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        let v = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        h = (h ^ v).wrapping_mul(0x0000_0100_0000_01b3).rotate_left(29);
+    }
+    for &b in words.remainder() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+/// Fills `out` with an xorshift pattern of `seed`.
+fn pattern(out: &mut [u8], seed: u64) {
+    let mut x = seed | 1;
+    let mut words = out.chunks_exact_mut(8);
+    for w in &mut words {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        w.copy_from_slice(&x.to_le_bytes());
+    }
+    for b in words.into_remainder() {
+        *b = (x >> 3) as u8;
+    }
 }
 
 fn sum_f32(bytes: &[u8]) -> f64 {
@@ -128,6 +162,39 @@ fn run() -> Result {
                 .args(["-9", &std::process::id().to_string()])
                 .status();
             std::thread::sleep(std::time::Duration::from_secs(60));
+        }
+        "pattern" => {
+            let seed: u64 = arg(2).parse()?;
+            let out = op.output(&arg(1))?;
+            if out.kind() == fastio::plan::EntryKind::String {
+                let text = std::env::var("PATTERN_TEXT").unwrap_or_else(|_| format!("text {seed}"));
+                out.set_string(&text)?;
+            } else {
+                if out.is_dynamic() {
+                    let shape = shape_from_env();
+                    let idx: Vec<usize> = (0..shape.len()).collect();
+                    out.update_shape(&idx, &shape)?;
+                    out.allocate()?;
+                }
+                pattern(&mut out.map_mut()?, seed);
+            }
+            let m = out.map()?;
+            println!(
+                "checksum {} {:016x} {:?}",
+                arg(1),
+                checksum(&m),
+                m.allocation().dimensions()
+            );
+        }
+        "checksum" => {
+            for name in &args[1..] {
+                let m = op.input(name)?.map()?;
+                println!(
+                    "checksum {name} {:016x} {:?}",
+                    checksum(&m),
+                    m.allocation().dimensions()
+                );
+            }
         }
         other => return Err(format!("unknown action {other:?}").into()),
     }

@@ -1,0 +1,693 @@
+//! Pipelines across hosts, with real hosts on one machine: each host is a
+//! network namespace joined to the others through a bridge in a namespace
+//! of its own (veth pairs, addresses this test assigns in 10.77.0.0/24;
+//! no packet leaves the namespaces the test made), and each runs its
+//! driver in its own mount namespace with a private tmpfs on `/dev/shm`,
+//! so no shared memory can pass between "hosts". Every host runs
+//! `fastio run FILE --host NAME`; the tests compare checksums printed on
+//! the producing and the consuming hosts, kill drivers and operators with
+//! SIGKILL and cut links at seeded random points, and check that every
+//! host's `/dev/shm` is empty afterwards. Needs root (CI is); elsewhere
+//! the cases say so and pass only outside CI.
+
+mod common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{example, fastio, write};
+
+/// Longest any host's run may take in these tests.
+const RUN_LIMIT: Duration = Duration::from_secs(180);
+
+fn ip(args: &[&str]) -> bool {
+    Command::new("ip")
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn ip_ok(args: &[&str]) {
+    let out = Command::new("ip").args(args).output().expect("run ip");
+    assert!(
+        out.status.success(),
+        "ip {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// What one host's run gave.
+#[derive(Debug)]
+struct HostRun {
+    /// `fastio`'s exit status (128 + n for signal n).
+    rc: i32,
+    stdout: String,
+    stderr: String,
+    /// What was left in the host's `/dev/shm`.
+    shm_left: Vec<String>,
+}
+
+impl HostRun {
+    /// The `checksum NAME HEX SHAPE` lines an operator printed.
+    fn checksum(&self, name: &str) -> Option<String> {
+        self.stdout.lines().find_map(|l| {
+            let rest = l.split_once("] checksum ")?.1;
+            let (n, value) = rest.split_once(' ')?;
+            (n == name).then(|| value.to_owned())
+        })
+    }
+}
+
+/// `n` hosts `h0..` on a bridge, each with its own `/dev/shm`.
+struct Hosts {
+    prefix: String,
+    n: usize,
+    dir: PathBuf,
+    running: Vec<(Child, PathBuf)>,
+}
+
+impl Hosts {
+    /// Makes the namespaces; `None` when this machine cannot (not root).
+    fn new(tag: &str, n: usize) -> Option<Hosts> {
+        let prefix = format!("fio{}{tag}", std::process::id());
+        let dir = std::env::temp_dir().join(format!("{prefix}-dir"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let hosts = Hosts {
+            prefix,
+            n,
+            dir,
+            running: Vec::new(),
+        };
+        let sw = hosts.sw();
+        if !ip(&["netns", "add", &sw]) {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI must be able to make network namespaces (root)"
+            );
+            eprintln!("skipped: cannot make a network namespace here (not root)");
+            return None;
+        }
+        ip_ok(&["-n", &sw, "link", "add", "br0", "type", "bridge"]);
+        ip_ok(&["-n", &sw, "link", "set", "br0", "up"]);
+        for i in 0..n {
+            let ns = hosts.ns(i);
+            let port = format!("p{i}");
+            ip_ok(&["netns", "add", &ns]);
+            ip_ok(&[
+                "-n", &ns, "link", "add", "eth0", "type", "veth", "peer", "name", &port, "netns",
+                &sw,
+            ]);
+            ip_ok(&[
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{}/24", addr(i)),
+                "dev",
+                "eth0",
+            ]);
+            ip_ok(&["-n", &ns, "link", "set", "eth0", "up"]);
+            ip_ok(&["-n", &ns, "link", "set", "lo", "up"]);
+            ip_ok(&["-n", &sw, "link", "set", &port, "master", "br0"]);
+            ip_ok(&["-n", &sw, "link", "set", &port, "up"]);
+        }
+        Some(hosts)
+    }
+
+    fn sw(&self) -> String {
+        format!("{}sw", self.prefix)
+    }
+
+    fn ns(&self, i: usize) -> String {
+        format!("{}h{i}", self.prefix)
+    }
+
+    /// The endpoints host `i` listens on and connects to (every host
+    /// before it), on `port`.
+    fn net_args(&self, i: usize, port: u16) -> Vec<String> {
+        let mut a = vec!["--listen".to_owned(), format!("tcp/{}:{port}", addr(i))];
+        for j in 0..i {
+            a.push("--connect".into());
+            a.push(format!("tcp/{}:{port}", addr(j)));
+        }
+        a
+    }
+
+    /// Starts `fastio ARGS` on host `i` (in its namespaces); its index
+    /// among the running.
+    fn start(&mut self, i: usize, args: &[String]) -> usize {
+        let k = self.running.len();
+        let pidfile = self.dir.join(format!("pid{k}"));
+        let script = "mount -t tmpfs -o size=4g tmpfs /dev/shm || exit 97\n\
+             \"$@\" &\n\
+             pid=$!\n\
+             echo $pid > \"$PIDFILE\"\n\
+             wait $pid\n\
+             rc=$?\n\
+             echo \"__RC__ $rc\"\n\
+             echo __LEFT__\n\
+             ls -A /dev/shm\n";
+        let child = Command::new("ip")
+            .args(["netns", "exec", &self.ns(i)])
+            .args(["unshare", "--mount", "--propagation", "private"])
+            .args(["sh", "-c", script, "sh", fastio()])
+            .args(args)
+            .env("PIDFILE", &pidfile)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run ip netns exec");
+        self.running.push((child, pidfile));
+        k
+    }
+
+    /// The pid of the `fastio` of run `k`.
+    fn pid(&self, k: usize) -> i32 {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(t) = std::fs::read_to_string(&self.running[k].1)
+                && let Ok(pid) = t.trim().parse()
+            {
+                return pid;
+            }
+            assert!(Instant::now() < deadline, "run {k} never started");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Waits for run `k` (at most [`RUN_LIMIT`]).
+    fn wait(&mut self, k: usize) -> HostRun {
+        let child = &mut self.running[k].0;
+        let mut out = child.stdout.take().unwrap();
+        let mut err = child.stderr.take().unwrap();
+        let t_err = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        });
+        let t_out = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = out.read_to_string(&mut s);
+            s
+        });
+        let deadline = Instant::now() + RUN_LIMIT;
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("run {k} hung: killed after {RUN_LIMIT:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let stdout = t_out.join().unwrap();
+        let stderr = t_err.join().unwrap();
+        let (before, after) = stdout
+            .split_once("__LEFT__\n")
+            .unwrap_or_else(|| panic!("the host's script did not finish:\n{stdout}\n{stderr}"));
+        let rc_line = before.lines().rev().find_map(|l| l.strip_prefix("__RC__ "));
+        HostRun {
+            rc: rc_line.and_then(|r| r.trim().parse().ok()).unwrap_or(-1),
+            stdout: before.to_owned(),
+            stderr,
+            shm_left: after.lines().map(str::to_owned).collect(),
+        }
+    }
+
+    /// Cuts host `i` off the bridge.
+    fn cut(&self, i: usize) {
+        ip_ok(&["-n", &self.sw(), "link", "set", &format!("p{i}"), "down"]);
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        for (c, _) in &mut self.running {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        for i in 0..self.n {
+            // Anything still running in a host (an orphaned operator of a
+            // killed driver) goes with it.
+            if let Ok(out) = Command::new("ip")
+                .args(["netns", "pids", &self.ns(i)])
+                .output()
+            {
+                for pid in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                    let _ = Command::new("kill").args(["-9", pid]).status();
+                }
+            }
+            ip(&["netns", "del", &self.ns(i)]);
+        }
+        ip(&["netns", "del", &self.sw()]);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn addr(i: usize) -> String {
+    format!("10.77.0.{}", i + 1)
+}
+
+/// `fastio run FILE --host HOST` with the network arguments of host `i`
+/// and `extra`.
+fn run_args(file: &Path, host: &str, net: Vec<String>, extra: &[&str]) -> Vec<String> {
+    let mut a = vec![
+        "run".to_owned(),
+        file.display().to_string(),
+        "--host".into(),
+        host.into(),
+        "--join-timeout".into(),
+        "30".into(),
+        "--lease".into(),
+        "2".into(),
+    ];
+    a.extend(net);
+    a.extend(extra.iter().map(|s| (*s).to_owned()));
+    a
+}
+
+fn testop() -> String {
+    example("fio-testop").display().to_string()
+}
+
+fn op(name: &str, args: &str, io: &str) -> String {
+    format!(
+        "- name: {name}\n  container: {{image: t, command: [{}, {args}]}}\n{io}",
+        testop()
+    )
+}
+
+fn assert_clean(who: &str, r: &HostRun) {
+    assert!(
+        r.shm_left.is_empty(),
+        "{who}: /dev/shm not clean: {:?}",
+        r.shm_left
+    );
+}
+
+fn assert_ok(who: &str, r: &HostRun) {
+    assert_eq!(r.rc, 0, "{who} failed:\n{}\n{}", r.stdout, r.stderr);
+    assert_clean(who, r);
+}
+
+/// A small deterministic generator for the random points.
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+#[test]
+fn a_chain_with_every_entry_kind_crosses_two_hosts_and_back() {
+    let Some(mut hosts) = Hosts::new("kinds", 2) else {
+        return;
+    };
+    let yaml = format!(
+        "api-version: 0.5.0\nname: kinds\nplacement:\n  default: a\n  hosts:\n    b: [stage, sink, here]\noperators:\n{}{}{}{}{}{}{}{}",
+        op(
+            "stat",
+            "pattern, s, '11'",
+            "  output:\n  - {name: s, type: array, element-type: float32, shape: [1500, 999]}\n"
+        ),
+        op(
+            "dyn",
+            "pattern, d, '12'",
+            "  output:\n  - {name: d, type: array, element-type: int16, shape: [-1, 3]}\n"
+        )
+        .replace("command: [", "variables: {FILL_SHAPE: '777,3'}, command: ["),
+        op(
+            "txt",
+            "pattern, t, '13'",
+            "  output:\n  - {name: t, type: string}\n"
+        )
+        .replace(
+            "command: [",
+            "variables: {PATTERN_TEXT: 'über die Grenze'}, command: ["
+        ),
+        op(
+            "scal",
+            "pattern, x, '14'",
+            "  output:\n  - {name: x, type: float64}\n"
+        ),
+        op(
+            "sink",
+            "checksum, s, d, t, x",
+            "  input:\n  - {from: stat, name: s, type: array, element-type: float32, shape: [1500, 999]}\n  - {from: dyn, name: d, type: array, element-type: int16, shape: [-1, 3]}\n  - {from: txt, name: t, type: string}\n  - {from: scal, name: x, type: float64}\n"
+        ),
+        op(
+            "stage",
+            "add, s, s2, '1.5'",
+            "  input:\n  - {from: stat, name: s, type: array, element-type: float32, shape: [1500, 999]}\n  output:\n  - {name: s2, type: array, element-type: float32, shape: [1500, 999]}\n"
+        ),
+        op(
+            "here",
+            "checksum, s2",
+            "  input:\n  - {from: stage, name: s2, type: array, element-type: float32, shape: [1500, 999]}\n"
+        ),
+        op(
+            "back",
+            "checksum, s2",
+            "  input:\n  - {from: stage, name: s2, type: array, element-type: float32, shape: [1500, 999]}\n"
+        ),
+    );
+    let file = write(&hosts.dir, "kinds.yaml", &yaml);
+    // The plan shows what crosses, and how much.
+    let plan = Command::new(fastio())
+        .args(["pipeline", "plan"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let plan_text = String::from_utf8_lossy(&plan.stdout);
+    assert!(plan.status.success(), "{plan_text}");
+    assert!(
+        plan_text.contains("stat/s  a -> b  5994000 bytes"),
+        "{plan_text}"
+    );
+    assert!(plan_text.contains("dyn/d  a -> b  dynamic"), "{plan_text}");
+    assert!(plan_text.contains("stage/s2  b -> a"), "{plan_text}");
+    let a = hosts.start(0, &run_args(&file, "a", hosts.net_args(0, 7447), &[]));
+    let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, 7447), &[]));
+    let rb = hosts.wait(b);
+    let ra = hosts.wait(a);
+    assert_ok("host a", &ra);
+    assert_ok("host b", &rb);
+    for name in ["s", "d", "t", "x"] {
+        let sent = ra
+            .checksum(name)
+            .unwrap_or_else(|| panic!("a: no {name}\n{}", ra.stdout));
+        let got = rb
+            .checksum(name)
+            .unwrap_or_else(|| panic!("b: no {name}\n{}", rb.stdout));
+        assert_eq!(sent, got, "entry {name} changed on the way");
+    }
+    assert!(
+        rb.checksum("d").unwrap().ends_with("[777, 3]"),
+        "{}",
+        rb.stdout
+    );
+    assert_eq!(
+        ra.checksum("s2"),
+        rb.checksum("s2"),
+        "the way back: {}\n{}",
+        ra.stdout,
+        rb.stdout
+    );
+    // Each host's summary lists the other's operators as elsewhere.
+    assert!(ra.stdout.contains("on host b"), "{}", ra.stdout);
+}
+
+#[test]
+fn a_fan_out_to_two_hosts_and_a_diamond_across_three() {
+    let Some(mut hosts) = Hosts::new("dia", 3) else {
+        return;
+    };
+    let f32s = |n: &str, from: &str| {
+        format!(
+            "  - {{from: {from}, name: {n}, type: array, element-type: float32, shape: [3, 1048576]}}\n"
+        )
+    };
+    let out = |n: &str| {
+        format!(
+            "  output:\n  - {{name: {n}, type: array, element-type: float32, shape: [3, 1048576]}}\n"
+        )
+    };
+    let yaml = format!(
+        "api-version: 0.5.0\nname: diamond\nplacement:\n  default: a\n  hosts:\n    b: [left, lcheck]\n    c: [right, rcheck]\noperators:\n{}{}{}{}{}{}",
+        op("top", "pattern, v, '5'", &out("v")),
+        op(
+            "left",
+            "add, v, l, '1'",
+            &format!("  input:\n{}{}", f32s("v", "top"), out("l"))
+        ),
+        op(
+            "right",
+            "add, v, r, '2'",
+            &format!("  input:\n{}{}", f32s("v", "top"), out("r"))
+        ),
+        op(
+            "lcheck",
+            "checksum, v, l",
+            &format!("  input:\n{}{}", f32s("v", "top"), f32s("l", "left"))
+        ),
+        op(
+            "rcheck",
+            "checksum, v, r",
+            &format!("  input:\n{}{}", f32s("v", "top"), f32s("r", "right"))
+        ),
+        op(
+            "join",
+            "checksum, l, r",
+            &format!("  input:\n{}{}", f32s("l", "left"), f32s("r", "right"))
+        ),
+    );
+    let file = write(&hosts.dir, "diamond.yaml", &yaml);
+    let runs: Vec<usize> = ["a", "b", "c"]
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let args = run_args(&file, h, hosts.net_args(i, 7447), &[]);
+            hosts.start(i, &args)
+        })
+        .collect();
+    let r: Vec<HostRun> = runs.into_iter().map(|k| hosts.wait(k)).collect();
+    for (h, run) in ["a", "b", "c"].iter().zip(&r) {
+        assert_ok(&format!("host {h}"), run);
+    }
+    // The fan-out: top's 12 MiB (three pieces or more) reached b and c.
+    let v = r[0].checksum("v").expect("top's checksum");
+    assert_eq!(r[1].checksum("v").as_ref(), Some(&v), "b");
+    assert_eq!(r[2].checksum("v").as_ref(), Some(&v), "c");
+    // The diamond: l and r came back to a intact.
+    assert_eq!(r[0].checksum("l"), r[1].checksum("l"));
+    assert_eq!(r[0].checksum("r"), r[2].checksum("r"));
+    assert_ne!(r[0].checksum("l"), r[0].checksum("r"));
+}
+
+#[test]
+fn a_two_gib_entry_crosses_intact() {
+    let Some(mut hosts) = Hosts::new("big", 2) else {
+        return;
+    };
+    // 2^29 float32: 2 GiB, twice Zenoh's default message limit.
+    let shape = "shape: [536870912]";
+    let yaml = format!(
+        "api-version: 0.5.0\nname: big\nplacement:\n  hosts:\n    b: [sink]\noperators:\n{}{}",
+        op(
+            "src",
+            "pattern, v, '99'",
+            &format!("  output:\n  - {{name: v, type: array, element-type: float32, {shape}}}\n")
+        ),
+        op(
+            "sink",
+            "checksum, v",
+            &format!(
+                "  input:\n  - {{from: src, name: v, type: array, element-type: float32, {shape}}}\n"
+            )
+        ),
+    );
+    let file = write(&hosts.dir, "big.yaml", &yaml);
+    let a = hosts.start(0, &run_args(&file, "main", hosts.net_args(0, 7447), &[]));
+    let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, 7447), &[]));
+    let rb = hosts.wait(b);
+    let ra = hosts.wait(a);
+    assert_ok("host main", &ra);
+    assert_ok("host b", &rb);
+    let sent = ra.checksum("v").expect("src's checksum");
+    assert!(sent.ends_with("[536870912]"), "{sent}");
+    assert_eq!(rb.checksum("v"), Some(sent));
+}
+
+/// A producer on `a` whose 1 GiB output a consumer on `b` waits for.
+fn transfer_yaml(dir: &Path, name: &str) -> PathBuf {
+    let shape = "shape: [268435456]";
+    let yaml = format!(
+        "api-version: 0.5.0\nname: {name}\nplacement:\n  default: a\n  hosts:\n    b: [sink]\noperators:\n{}{}",
+        op(
+            "src",
+            "pattern, v, '${{ seed }}'",
+            &format!("  output:\n  - {{name: v, type: array, element-type: float32, {shape}}}\n")
+        ),
+        op(
+            "sink",
+            "checksum, v",
+            &format!(
+                "  input:\n  - {{from: src, name: v, type: array, element-type: float32, {shape}}}\n"
+            )
+        ),
+    );
+    let yaml = yaml.replacen("operators:", "parameters:\n  seed: '1'\noperators:", 1);
+    write(dir, &format!("{name}.yaml"), &yaml)
+}
+
+fn sleep_ms(ms: u64) {
+    std::thread::sleep(Duration::from_millis(ms));
+}
+
+#[test]
+fn a_producer_host_killed_mid_transfer_fails_every_host_with_its_name() {
+    let Some(mut hosts) = Hosts::new("kill", 2) else {
+        return;
+    };
+    let file = transfer_yaml(&hosts.dir, "killed");
+    let mut rng = Rng(0x5eed_0001);
+    for round in 0..2 {
+        let port = 7450 + round;
+        let a = hosts.start(0, &run_args(&file, "a", hosts.net_args(0, port), &[]));
+        let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, port), &[]));
+        let pid = hosts.pid(a);
+        // Filling 1 GiB takes a while; the transfer follows it. Kill the
+        // producer's driver at a random point in that span.
+        sleep_ms(300 + rng.below(1500));
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        let t = Instant::now();
+        let rb = hosts.wait(b);
+        let ra = hosts.wait(a);
+        assert_eq!(ra.rc, 137, "a was killed: {}", ra.stderr);
+        assert_clean("host a", &ra);
+        assert_ne!(rb.rc, 0, "b must fail: {}\n{}", rb.stdout, rb.stderr);
+        assert_clean("host b", &rb);
+        assert!(
+            rb.stderr.contains("host a") && rb.stderr.contains("src"),
+            "b's message names the host and the operator: {}",
+            rb.stderr
+        );
+        assert!(rb.checksum("v").is_none(), "no half entry was consumed");
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "b took {:?}",
+            t.elapsed()
+        );
+    }
+}
+
+#[test]
+fn a_remote_operator_killed_fails_every_host_with_its_name() {
+    let Some(mut hosts) = Hosts::new("opk", 2) else {
+        return;
+    };
+    let yaml = format!(
+        "api-version: 0.5.0\nname: opkill\nplacement:\n  default: a\n  hosts:\n    b: [sink]\noperators:\n{}{}",
+        op(
+            "slow",
+            "sleep, '60'",
+            "  output:\n  - {name: v, type: array, element-type: float32, shape: [4]}\n"
+        ),
+        op(
+            "sink",
+            "checksum, v",
+            "  input:\n  - {from: slow, name: v, type: array, element-type: float32, shape: [4]}\n"
+        ),
+    );
+    let file = write(&hosts.dir, "opkill.yaml", &yaml);
+    let a = hosts.start(0, &run_args(&file, "a", hosts.net_args(0, 7447), &[]));
+    let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, 7447), &[]));
+    // The operator is the driver's child: find it in host a.
+    let driver = hosts.pid(a);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let op_pid = loop {
+        let children = std::fs::read_to_string(format!("/proc/{driver}/task/{driver}/children"))
+            .unwrap_or_default();
+        if let Some(p) = children.split_whitespace().next() {
+            break p.to_owned();
+        }
+        assert!(Instant::now() < deadline, "the operator never started");
+        sleep_ms(20);
+    };
+    sleep_ms(Rng(7).below(500));
+    let _ = Command::new("kill").args(["-9", &op_pid]).status();
+    let ra = hosts.wait(a);
+    let rb = hosts.wait(b);
+    for (h, r) in [("a", &ra), ("b", &rb)] {
+        assert_eq!(r.rc, 1, "host {h}: {}\n{}", r.stdout, r.stderr);
+        assert_clean(h, r);
+        assert!(
+            r.stderr.contains("slow") && r.stderr.contains("signal 9"),
+            "host {h}'s message names the operator: {}",
+            r.stderr
+        );
+    }
+    assert!(rb.stderr.contains("on host a"), "{}", rb.stderr);
+}
+
+#[test]
+fn a_cut_link_fails_both_hosts_without_a_hang() {
+    let Some(mut hosts) = Hosts::new("cut", 2) else {
+        return;
+    };
+    let file = transfer_yaml(&hosts.dir, "cut");
+    let a = hosts.start(0, &run_args(&file, "a", hosts.net_args(0, 7447), &[]));
+    let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, 7447), &[]));
+    let _ = hosts.pid(a);
+    sleep_ms(300 + Rng(0xc0ffee).below(1500));
+    hosts.cut(0);
+    let t = Instant::now();
+    let rb = hosts.wait(b);
+    let ra = hosts.wait(a);
+    assert!(
+        t.elapsed() < Duration::from_secs(40),
+        "took {:?}",
+        t.elapsed()
+    );
+    for (h, other, r) in [("a", "b", &ra), ("b", "a", &rb)] {
+        assert_eq!(r.rc, 1, "host {h}: {}\n{}", r.stdout, r.stderr);
+        assert_clean(h, r);
+        assert!(
+            r.stderr.contains(&format!("host {other}")),
+            "host {h} names host {other}: {}",
+            r.stderr
+        );
+    }
+    assert!(rb.checksum("v").is_none());
+}
+
+#[test]
+fn two_runs_on_the_same_hosts_stay_apart_and_a_missing_host_is_named() {
+    let Some(mut hosts) = Hosts::new("two", 2) else {
+        return;
+    };
+    let file = transfer_yaml(&hosts.dir, "twice");
+    let mut runs = Vec::new();
+    for (id, seed, port) in [("r1", "101", 7447u16), ("r2", "202", 7448)] {
+        let extra = ["--run-id", id, "--param", &format!("seed={seed}")];
+        let a = hosts.start(0, &run_args(&file, "a", hosts.net_args(0, port), &extra));
+        let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, port), &extra));
+        runs.push((a, b));
+    }
+    let mut sums = Vec::new();
+    for (a, b) in runs {
+        let rb = hosts.wait(b);
+        let ra = hosts.wait(a);
+        assert_ok("a", &ra);
+        assert_ok("b", &rb);
+        assert_eq!(ra.checksum("v"), rb.checksum("v"));
+        sums.push(rb.checksum("v").unwrap());
+    }
+    assert_ne!(sums[0], sums[1], "each run got its own entry");
+    // A host that never comes: a clear error naming it, in time.
+    let t = Instant::now();
+    let mut args = run_args(&file, "a", hosts.net_args(0, 7449), &[]);
+    let at = args.iter().position(|a| a == "--join-timeout").unwrap();
+    args[at + 1] = "2".into();
+    let k = hosts.start(0, &args);
+    let r = hosts.wait(k);
+    assert_eq!(r.rc, 1, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("host b") && r.stderr.contains("did not join"),
+        "{}",
+        r.stderr
+    );
+    assert!(t.elapsed() < Duration::from_secs(20));
+    assert_clean("a", &r);
+}

@@ -1,0 +1,31 @@
+//! `fastio-net`: one pipeline over several hosts, zero copies on each,
+//! Eclipse Zenoh between them.
+//!
+//! Within a host nothing changes: one context, zero copies, read-only
+//! inputs. Between hosts, every entry whose producer and consumer are
+//! placed on different hosts (`placement:` in the definition, see
+//! [`fastio_pipeline::Placement`]) crosses once: when its producer
+//! succeeds, the producing host's driver sends its bytes, type and shape
+//! on a Zenoh key of the run; each consuming host's driver copies them
+//! into a fresh allocation of its local context and publishes it under
+//! the same entry name. Operators cannot tell a remote input from a local
+//! one.
+//!
+//! Every host runs the same definition with `fastio run FILE --host NAME`
+//! ([`ZenohLink`] is the [`fastio_pipeline::HostLink`] its driver uses).
+//! Hosts find each other through Zenoh (peer mode with endpoints, or a
+//! router); a run starts when every host has joined. Zenoh liveliness
+//! tokens tell each host when another host's driver is gone: the run then
+//! fails on every host with a message naming the host and the operator.
+//!
+//! [`wire`] is the format of what crosses (documented for readers without
+//! fastio, such as a plain Zenoh subscriber in Python).
+
+#![forbid(unsafe_code)]
+
+#[cfg(feature = "zenoh")]
+mod link;
+pub mod wire;
+
+#[cfg(feature = "zenoh")]
+pub use link::{NetOptions, ZenohLink, run_prefix, valid_run_id};

@@ -1,0 +1,976 @@
+//! [`ZenohLink`]: the [`HostLink`] of one host, over Eclipse Zenoh.
+//!
+//! Key expressions of a run (`<run>` is `fastio/<pipeline>/<run id>`):
+//!
+//! | key | what |
+//! |---|---|
+//! | `<run>/host/<host>` | liveliness token of each host's driver |
+//! | `<run>/op/<host>/<operator>` | liveliness token of each running operator |
+//! | `<run>/status/<host>` | the host's [`Status`] lines |
+//! | `<run>/entry/<operator>/<output>` | the pieces of an entry ([`ChunkHeader`]) |
+//!
+//! Joining: a host declares its publishers, then its subscribers, then its
+//! liveliness subscribers, and last its own host token; it starts when it
+//! has seen every host's token. Zenoh sends one session's declarations in
+//! order, so a host whose token is seen has its subscribers declared: no
+//! piece is sent before its reader exists.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use fastio::Context;
+use fastio::plan::EntryKind;
+use fastio_pipeline::{HostLink, LinkEvent, Pipeline};
+use zenoh::Wait;
+use zenoh::bytes::ZBytes;
+use zenoh::liveliness::LivelinessToken;
+use zenoh::pubsub::{Publisher, Subscriber};
+use zenoh::qos::CongestionControl;
+use zenoh::sample::{Sample, SampleKind};
+use zenoh::session::Session;
+
+use crate::wire::{CHUNK_BYTES, ChunkHeader, Status, entry_bytes};
+
+/// How one host joins a run.
+#[derive(Debug, Clone)]
+pub struct NetOptions {
+    /// This host (a host of the pipeline's placement).
+    pub host: String,
+    /// Tells runs of one pipeline apart (every host of a run gives the
+    /// same): the keys are `fastio/<pipeline>/<run id>/...`.
+    pub run_id: String,
+    /// Zenoh endpoints to connect to (`tcp/10.0.0.2:7447`).
+    pub connect: Vec<String>,
+    /// Zenoh endpoints to listen on.
+    pub listen: Vec<String>,
+    /// Longest wait for every host to join.
+    pub join_timeout: Duration,
+    /// Zenoh's lease: a host silent this long is gone.
+    pub lease: Duration,
+    /// A Zenoh configuration file (json5) to start from; the options
+    /// above are set on top of it.
+    pub config_file: Option<PathBuf>,
+    /// Whether to scout for peers by multicast (off: only the endpoints
+    /// given, or the file's).
+    pub multicast_scouting: bool,
+}
+
+impl NetOptions {
+    /// Options for `host`, with the defaults: run id `run`, no endpoints,
+    /// 60 s to join, a 3 s lease, no multicast scouting.
+    pub fn new(host: &str) -> NetOptions {
+        NetOptions {
+            host: host.to_owned(),
+            run_id: "run".into(),
+            connect: Vec::new(),
+            listen: Vec::new(),
+            join_timeout: Duration::from_secs(60),
+            lease: Duration::from_secs(3),
+            config_file: None,
+            multicast_scouting: false,
+        }
+    }
+
+    /// The Zenoh configuration these options make.
+    pub fn zenoh_config(&self) -> Result<zenoh::Config, String> {
+        let mut c = match &self.config_file {
+            Some(p) => zenoh::Config::from_file(p)
+                .map_err(|e| format!("zenoh configuration {}: {e}", p.display()))?,
+            None => zenoh::Config::default(),
+        };
+        let json = |v: &[String]| {
+            let items: Vec<String> = v.iter().map(|s| format!("{s:?}")).collect();
+            format!("[{}]", items.join(","))
+        };
+        let mut set = |key: &str, value: String| {
+            c.insert_json5(key, &value)
+                .map_err(|e| format!("zenoh configuration {key} = {value}: {e}"))
+        };
+        if self.config_file.is_none() {
+            set("mode", "\"peer\"".into())?;
+            set(
+                "scouting/multicast/enabled",
+                self.multicast_scouting.to_string(),
+            )?;
+        }
+        if !self.connect.is_empty() {
+            set("connect/endpoints", json(&self.connect))?;
+        }
+        if !self.listen.is_empty() {
+            set("listen/endpoints", json(&self.listen))?;
+        }
+        set(
+            "transport/link/tx/lease",
+            self.lease.as_millis().max(100).to_string(),
+        )?;
+        Ok(c)
+    }
+}
+
+/// The key prefix of a run: `fastio/<pipeline>/<run id>`, the pipeline's
+/// name folded to lower case with every character other than `a-z 0-9 _ -`
+/// as `_`.
+pub fn run_prefix(pipeline: &str, run_id: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                let c = c.to_ascii_lowercase();
+                if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!("fastio/{}/{}", clean(pipeline), clean(run_id))
+}
+
+/// Whether `s` can be a run id: 1 to 63 characters of `a-z 0-9 _ -`.
+pub fn valid_run_id(s: &str) -> bool {
+    fastio_pipeline::placement::valid_host_name(s)
+}
+
+/// What the Zenoh callbacks and the driver's side share.
+#[derive(Default)]
+struct State {
+    /// Hosts whose token is there now.
+    alive: BTreeSet<String>,
+    /// Hosts whose token was ever seen.
+    joined: BTreeSet<String>,
+    /// Operators (by `host/op`) whose token is there now.
+    running: BTreeSet<String>,
+    /// Hosts that ended their part, with the failure they saw.
+    done: BTreeMap<String, Option<(String, String)>>,
+    /// Remote operators that said they succeeded.
+    succeeded: BTreeSet<usize>,
+    /// Operators that ended, here or elsewhere.
+    finished: BTreeSet<usize>,
+    /// Entries received and published here.
+    imported: BTreeMap<usize, u64>,
+    /// Hosts that have room for an announced entry, by entry.
+    ready: BTreeMap<usize, BTreeSet<String>>,
+    /// Remote operators already reported done to the driver.
+    reported: BTreeSet<usize>,
+    /// Hosts found gone before they were done.
+    lost: BTreeSet<String>,
+    /// The first failure seen elsewhere.
+    failure: Option<(String, String)>,
+}
+
+struct Inner {
+    pipeline: Pipeline,
+    here: usize,
+    prefix: String,
+    state: Mutex<State>,
+    events: Sender<LinkEvent>,
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn op_index(&self, name: &str) -> Option<usize> {
+        self.pipeline
+            .operators
+            .iter()
+            .position(|o| o.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Entries of operator `op` that an operator of this host reads.
+    fn consumed_here(&self, op: usize) -> Vec<usize> {
+        let p = &self.pipeline;
+        p.plan.operators[op]
+            .outputs
+            .iter()
+            .map(|(_, e)| *e)
+            .filter(|&e| {
+                p.plan.entries[e]
+                    .consumers
+                    .iter()
+                    .any(|&c| p.placement.host_of[c] == self.here)
+            })
+            .collect()
+    }
+
+    /// Tells the driver that remote `op` is done once it said so and every
+    /// entry of it read here has arrived.
+    fn maybe_ready(&self, st: &mut State, op: usize) {
+        if !st.succeeded.contains(&op) || st.reported.contains(&op) {
+            return;
+        }
+        let need = self.consumed_here(op);
+        if need.iter().all(|e| st.imported.contains_key(e)) {
+            st.reported.insert(op);
+            let bytes = need.iter().filter_map(|e| st.imported.get(e)).sum();
+            let _ = self.events.send(LinkEvent::RemoteSucceeded { op, bytes });
+        }
+    }
+
+    fn on_status(&self, host: &str, status: Status) {
+        let mut st = self.lock();
+        match status {
+            Status::Started(_) | Status::Received(_) => {}
+            Status::Ready(key) => {
+                if let Some(e) = self.pipeline.plan.entries.iter().position(|e| e.key == key) {
+                    st.ready.entry(e).or_default().insert(host.to_owned());
+                }
+            }
+            Status::Succeeded(name) => {
+                if let Some(op) = self.op_index(&name) {
+                    st.succeeded.insert(op);
+                    st.finished.insert(op);
+                    self.maybe_ready(&mut st, op);
+                }
+            }
+            Status::Failed { op: name, why } => {
+                if let Some(op) = self.op_index(&name) {
+                    st.finished.insert(op);
+                    let name = self.pipeline.operators[op].name.clone();
+                    st.failure
+                        .get_or_insert((name, format!("on host {host}: {why}")));
+                    let _ = self.events.send(LinkEvent::RemoteFailed {
+                        op,
+                        host: host.to_owned(),
+                        why,
+                    });
+                }
+            }
+            Status::Done(outcome) => {
+                if let Some((who, why)) = &outcome {
+                    // The run failed there: stop here too.
+                    st.failure.get_or_insert_with(|| (who.clone(), why.clone()));
+                    let _ = self.events.send(LinkEvent::Failed {
+                        host: host.to_owned(),
+                        why: format!("{who} {why} (reported by host {host})"),
+                    });
+                }
+                st.done.insert(host.to_owned(), outcome);
+            }
+        }
+    }
+
+    fn on_host_token(&self, host: &str, kind: SampleKind) {
+        let mut st = self.lock();
+        match kind {
+            SampleKind::Put => {
+                st.alive.insert(host.to_owned());
+                st.joined.insert(host.to_owned());
+            }
+            SampleKind::Delete => {
+                st.alive.remove(host);
+                if host == self.pipeline.placement.hosts[self.here] {
+                    return;
+                }
+                if st.done.contains_key(host) {
+                    // It ended its part; only entries of it still on the
+                    // way here are lost.
+                    let p = &self.pipeline;
+                    let missing = p.placement.crossings(&p.plan).into_iter().find(|c| {
+                        p.placement.hosts[c.from] == host
+                            && c.to.contains(&self.here)
+                            && !st.imported.contains_key(&c.entry)
+                    });
+                    if let Some(c) = missing {
+                        st.lost.insert(host.to_owned());
+                        let e = &p.plan.entries[c.entry];
+                        let why = format!("host {host} went away before {} arrived", e.name);
+                        st.failure
+                            .get_or_insert((p.operators[e.producer].name.clone(), why.clone()));
+                        let _ = self.events.send(LinkEvent::RemoteFailed {
+                            op: e.producer,
+                            host: host.to_owned(),
+                            why,
+                        });
+                    }
+                    return;
+                }
+                st.lost.insert(host.to_owned());
+                let running: Vec<String> = st
+                    .running
+                    .iter()
+                    .filter_map(|k| k.strip_prefix(&format!("{host}/")).map(str::to_owned))
+                    .collect();
+                // Name the operator of that host this run was waiting for:
+                // a running one, else the first not finished.
+                let p = &self.pipeline;
+                let waiting = (0..p.operators.len()).find(|&i| {
+                    p.placement.host_name(i) == host
+                        && !st.finished.contains(&i)
+                        && (running
+                            .iter()
+                            .any(|r| r.eq_ignore_ascii_case(&p.operators[i].name))
+                            || running.is_empty())
+                });
+                let why = format!(
+                    "host {host} is gone (its driver died or the link to it was cut){}",
+                    match &waiting {
+                        Some(i) if !running.is_empty() =>
+                            format!(" while {} was running", p.operators[*i].name),
+                        Some(i) => format!(" before {} finished", p.operators[*i].name),
+                        None => String::new(),
+                    }
+                );
+                match waiting {
+                    Some(op) => {
+                        st.finished.insert(op);
+                        st.failure
+                            .get_or_insert((p.operators[op].name.clone(), why.clone()));
+                        let _ = self.events.send(LinkEvent::RemoteFailed {
+                            op,
+                            host: host.to_owned(),
+                            why,
+                        });
+                    }
+                    None => {
+                        st.failure
+                            .get_or_insert((format!("host {host}"), why.clone()));
+                        let _ = self.events.send(LinkEvent::Failed {
+                            host: host.to_owned(),
+                            why,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    fn on_op_token(&self, key: &str, kind: SampleKind) {
+        let mut st = self.lock();
+        match kind {
+            SampleKind::Put => st.running.insert(key.to_owned()),
+            SampleKind::Delete => st.running.remove(key),
+        };
+    }
+
+    fn host_gone(&self, host: &str) -> bool {
+        let st = self.lock();
+        st.lost.contains(host) || (st.joined.contains(host) && !st.alive.contains(host))
+    }
+}
+
+/// One host's link to the others of a run (see the module docs for the
+/// keys). Made by [`ZenohLink::new`]; the driver calls the rest
+/// ([`fastio_pipeline::LocalDriver::run_on_host`]).
+pub struct ZenohLink {
+    opts: NetOptions,
+    inner: Arc<Inner>,
+    events: Receiver<LinkEvent>,
+    session: Option<Session>,
+    status: Option<Arc<Publisher<'static>>>,
+    entry_pubs: BTreeMap<usize, Arc<Publisher<'static>>>,
+    subscribers: Vec<Subscriber<()>>,
+    host_token: Option<LivelinessToken>,
+    op_tokens: BTreeMap<usize, LivelinessToken>,
+    workers: Vec<JoinHandle<()>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for ZenohLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZenohLink")
+            .field("host", &self.opts.host)
+            .field("prefix", &self.inner.prefix)
+            .finish()
+    }
+}
+
+/// One piece of a published entry, lent to Zenoh without a copy: it keeps
+/// the read-only mapping (and so the allocation) alive until Zenoh has
+/// sent it.
+struct Piece {
+    map: Arc<fastio::MappedPublished>,
+    start: usize,
+    end: usize,
+}
+
+impl AsRef<[u8]> for Piece {
+    fn as_ref(&self) -> &[u8] {
+        &self.map.bytes()[self.start..self.end]
+    }
+}
+
+impl ZenohLink {
+    /// A link for `opts.host` in a run of `pipeline` (not connected yet:
+    /// the driver starts it). Fails when the host is not one of the
+    /// pipeline's or the run id is not a name.
+    pub fn new(pipeline: &Pipeline, opts: NetOptions) -> Result<ZenohLink, String> {
+        let here = pipeline.placement.host_index(&opts.host).ok_or_else(|| {
+            format!(
+                "host {:?} runs no operator of this pipeline (its hosts: {})",
+                opts.host,
+                pipeline.placement.hosts.join(", ")
+            )
+        })?;
+        if !valid_run_id(&opts.run_id) {
+            return Err(format!(
+                "run id {:?} must be 1 to 63 characters of a-z 0-9 _ -",
+                opts.run_id
+            ));
+        }
+        // Zenoh's own log, when RUST_LOG asks for it (to stderr).
+        zenoh::try_init_log_from_env();
+        let (tx, rx) = unbounded();
+        Ok(ZenohLink {
+            inner: Arc::new(Inner {
+                pipeline: pipeline.clone(),
+                here,
+                prefix: run_prefix(&pipeline.name, &opts.run_id),
+                state: Mutex::new(State::default()),
+                events: tx,
+            }),
+            opts,
+            events: rx,
+            session: None,
+            status: None,
+            entry_pubs: BTreeMap::new(),
+            subscribers: Vec::new(),
+            host_token: None,
+            op_tokens: BTreeMap::new(),
+            workers: Vec::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// The key prefix of this run.
+    pub fn prefix(&self) -> &str {
+        &self.inner.prefix
+    }
+
+    fn say(&self, status: &Status) {
+        if let Some(p) = &self.status {
+            let _ = p.put(status.encode()).wait();
+        }
+    }
+
+    fn join(&mut self, ctx: &Context) -> Result<(), String> {
+        let inner = self.inner.clone();
+        let p = &inner.pipeline;
+        let prefix = inner.prefix.clone();
+        let here_name = self.opts.host.clone();
+        let session = zenoh::open(self.opts.zenoh_config()?)
+            .wait()
+            .map_err(|e| format!("zenoh: cannot open a session: {e}"))?;
+        // 1. Publishers: status, and each entry produced here that another
+        //    host reads.
+        let status = session
+            .declare_publisher(format!("{prefix}/status/{here_name}"))
+            .congestion_control(CongestionControl::Block)
+            .wait()
+            .map_err(|e| format!("zenoh: {e}"))?;
+        self.status = Some(Arc::new(status));
+        for c in p.placement.crossings(&p.plan) {
+            if c.from == inner.here {
+                let key = &p.plan.entries[c.entry].key;
+                let publisher = session
+                    .declare_publisher(format!("{prefix}/entry/{key}"))
+                    .congestion_control(CongestionControl::Block)
+                    .wait()
+                    .map_err(|e| format!("zenoh: {e}"))?;
+                self.entry_pubs.insert(c.entry, Arc::new(publisher));
+            }
+        }
+        // 2. Subscribers: every host's status, and each entry read here
+        //    whose producer is elsewhere.
+        let i2 = inner.clone();
+        let status_prefix = format!("{prefix}/status/");
+        let here2 = here_name.clone();
+        let sub = session
+            .declare_subscriber(format!("{prefix}/status/*"))
+            .callback(move |s: Sample| {
+                let Some(host) = s.key_expr().as_str().strip_prefix(&status_prefix) else {
+                    return;
+                };
+                if host == here2 {
+                    return;
+                }
+                if let Ok(status) = Status::decode(&s.payload().to_bytes()) {
+                    i2.on_status(host, status);
+                }
+            })
+            .wait()
+            .map_err(|e| format!("zenoh: {e}"))?;
+        self.subscribers.push(sub);
+        for c in p.placement.crossings(&p.plan) {
+            if !c.to.contains(&inner.here) {
+                continue;
+            }
+            let (tx, rx) = bounded::<(ChunkHeader, ZBytes)>(2);
+            let sub = session
+                .declare_subscriber(format!("{prefix}/entry/{}", p.plan.entries[c.entry].key))
+                .callback(move |s: Sample| {
+                    let header = s
+                        .attachment()
+                        .ok_or_else(|| "a piece without its header".to_owned())
+                        .and_then(|a| {
+                            ChunkHeader::decode(&a.to_bytes()).map_err(|e| e.to_string())
+                        });
+                    if let Ok(h) = header {
+                        let _ = tx.send((h, s.payload().clone()));
+                    }
+                })
+                .wait()
+                .map_err(|e| format!("zenoh: {e}"))?;
+            self.subscribers.push(sub);
+            let worker = Importer {
+                inner: inner.clone(),
+                ctx: ctx.clone(),
+                entry: c.entry,
+                from: p.placement.hosts[c.from].clone(),
+                rx,
+                status: self.status.clone(),
+                stop: self.stop.clone(),
+            };
+            self.workers.push(std::thread::spawn(move || worker.run()));
+        }
+        // 3. Liveliness: hosts and operators (with what is there already).
+        let i3 = inner.clone();
+        let host_prefix = format!("{prefix}/host/");
+        let sub = session
+            .liveliness()
+            .declare_subscriber(format!("{prefix}/host/*"))
+            .history(true)
+            .callback(move |s: Sample| {
+                if let Some(h) = s.key_expr().as_str().strip_prefix(&host_prefix) {
+                    i3.on_host_token(h, s.kind());
+                }
+            })
+            .wait()
+            .map_err(|e| format!("zenoh: {e}"))?;
+        self.subscribers.push(sub);
+        let i4 = inner.clone();
+        let op_prefix = format!("{prefix}/op/");
+        let sub = session
+            .liveliness()
+            .declare_subscriber(format!("{prefix}/op/**"))
+            .history(true)
+            .callback(move |s: Sample| {
+                if let Some(k) = s.key_expr().as_str().strip_prefix(&op_prefix) {
+                    i4.on_op_token(k, s.kind());
+                }
+            })
+            .wait()
+            .map_err(|e| format!("zenoh: {e}"))?;
+        self.subscribers.push(sub);
+        // 4. Our own token, last.
+        let token = session
+            .liveliness()
+            .declare_token(format!("{prefix}/host/{here_name}"))
+            .wait()
+            .map_err(|e| format!("zenoh: {e}"))?;
+        self.host_token = Some(token);
+        self.session = Some(session);
+        // Every host must be there before anything starts.
+        let deadline = Instant::now() + self.opts.join_timeout;
+        loop {
+            let missing: Vec<String> = {
+                let st = inner.lock();
+                p.placement
+                    .hosts
+                    .iter()
+                    .filter(|h| **h != here_name && !st.joined.contains(*h))
+                    .cloned()
+                    .collect()
+            };
+            if missing.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "host {here_name}: {} of pipeline {} did not join run {} within {:.0?} (connect: {}; listen: {})",
+                    if missing.len() == 1 {
+                        format!("host {}", missing[0])
+                    } else {
+                        format!("hosts {}", missing.join(", "))
+                    },
+                    p.name,
+                    self.opts.run_id,
+                    self.opts.join_timeout,
+                    if self.opts.connect.is_empty() {
+                        "-".into()
+                    } else {
+                        self.opts.connect.join(" ")
+                    },
+                    if self.opts.listen.is_empty() {
+                        "-".into()
+                    } else {
+                        self.opts.listen.join(" ")
+                    },
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn export(&mut self, ctx: &Context, entry: usize) {
+        let Some(publisher) = self.entry_pubs.get(&entry).cloned() else {
+            return;
+        };
+        let inner = self.inner.clone();
+        let ctx = ctx.clone();
+        let status = self.status.clone();
+        let stop = self.stop.clone();
+        self.workers.push(std::thread::spawn(move || {
+            let plan = &inner.pipeline.plan;
+            let e = &plan.entries[entry];
+            let result = send_entry(&ctx, &inner, entry, &publisher, &stop);
+            if let Err(why) = result {
+                let op = inner.pipeline.operators[e.producer].name.clone();
+                let why = format!("cannot send {}: {why}", e.name);
+                if let Some(p) = &status {
+                    let _ = p
+                        .put(
+                            Status::Failed {
+                                op: op.clone(),
+                                why: why.clone(),
+                            }
+                            .encode(),
+                        )
+                        .wait();
+                }
+                let _ = inner.events.send(LinkEvent::Failed {
+                    host: inner.pipeline.placement.hosts[inner.here].clone(),
+                    why,
+                });
+            }
+        }));
+    }
+}
+
+/// Sends the published entry `entry`: its announcement, then, once every
+/// consuming host is ready, its bytes as pieces of at most
+/// [`CHUNK_BYTES`].
+fn send_entry(
+    ctx: &Context,
+    inner: &Inner,
+    entry: usize,
+    publisher: &Publisher<'static>,
+    stop: &AtomicBool,
+) -> Result<(), String> {
+    let p = &inner.pipeline;
+    let e = &p.plan.entries[entry];
+    let readers: Vec<String> = p
+        .placement
+        .crossings(&p.plan)
+        .into_iter()
+        .filter(|c| c.entry == entry)
+        .flat_map(|c| c.to)
+        .map(|h| p.placement.hosts[h].clone())
+        .collect();
+    let map = Arc::new(ctx.map(&e.key).map_err(|x| x.to_string())?);
+    let total = map.bytes().len();
+    let mut shape: Vec<u64> = map
+        .allocation()
+        .dimensions()
+        .iter()
+        .map(|&d| d as u64)
+        .collect();
+    if entry_bytes(e.element, &shape) != Some(total as u64) {
+        // An allocation without a shape of its element: send it flat.
+        shape = vec![(total / e.element.size().max(1)) as u64];
+    }
+    let transfer = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+        ^ (u64::from(std::process::id()) << 32);
+    let header = |offset: usize| ChunkHeader {
+        kind: e.kind,
+        element: e.element,
+        shape: shape.clone(),
+        total: total as u64,
+        offset: offset as u64,
+        transfer,
+    };
+    publisher
+        .put(ZBytes::new())
+        .attachment(header(0).encode())
+        .wait()
+        .map_err(|x| x.to_string())?;
+    loop {
+        let waiting: Vec<String> = {
+            let st = inner.lock();
+            let ready = st.ready.get(&entry);
+            if let Some(gone) = readers.iter().find(|h| st.lost.contains(*h)) {
+                return Err(format!("host {gone} went away"));
+            }
+            readers
+                .iter()
+                .filter(|h| !ready.is_some_and(|r| r.contains(*h)))
+                .cloned()
+                .collect()
+        };
+        if waiting.is_empty() {
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Err("the run stopped".into());
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let mut offset = 0usize;
+    while offset < total {
+        if stop.load(Ordering::Relaxed) {
+            return Err("the run stopped".into());
+        }
+        let end = (offset + CHUNK_BYTES).min(total);
+        let piece = bytes::Bytes::from_owner(Piece {
+            map: map.clone(),
+            start: offset,
+            end,
+        });
+        publisher
+            .put(ZBytes::from(piece))
+            .attachment(header(offset).encode())
+            .wait()
+            .map_err(|x| x.to_string())?;
+        offset = end;
+    }
+    Ok(())
+}
+
+/// Receives one entry from another host into a fresh allocation of the
+/// local context and publishes it under its entry name.
+struct Importer {
+    inner: Arc<Inner>,
+    ctx: Context,
+    entry: usize,
+    from: String,
+    rx: Receiver<(ChunkHeader, ZBytes)>,
+    status: Option<Arc<Publisher<'static>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Importer {
+    fn run(self) {
+        if let Err(why) = self.receive() {
+            let e = &self.inner.pipeline.plan.entries[self.entry];
+            let _ = self.inner.events.send(LinkEvent::Failed {
+                host: self.from.clone(),
+                why: format!("entry {} from host {}: {why}", e.name, self.from),
+            });
+        }
+    }
+
+    /// The next piece; `None` when the run stops or the sending host is
+    /// gone.
+    fn next(&self) -> Result<Option<(ChunkHeader, ZBytes)>, String> {
+        loop {
+            match self.rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(piece) => return Ok(Some(piece)),
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return Ok(None),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    if self.stop.load(Ordering::Relaxed) || self.inner.host_gone(&self.from) {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+
+    fn receive(&self) -> Result<(), String> {
+        let plan = &self.inner.pipeline.plan;
+        let e = &plan.entries[self.entry];
+        let Some((first, payload)) = self.next()? else {
+            return Ok(());
+        };
+        if first.offset != 0 || !payload.is_empty() {
+            return Err(format!(
+                "a sending starts with its announcement (offset 0, no bytes), not {} bytes at {}",
+                payload.len(),
+                first.offset
+            ));
+        }
+        // The piece must be what the plan says the entry is.
+        if first.kind != e.kind || first.element != e.element {
+            return Err(format!(
+                "a {:?} of {} arrived; the plan says {:?} of {}",
+                first.kind, first.element, e.kind, e.element
+            ));
+        }
+        let fits = first.shape.len() == e.shape.len()
+            && first
+                .shape
+                .iter()
+                .zip(&e.shape)
+                .all(|(&got, want)| want.is_none_or(|w| w as u64 == got));
+        if !fits && e.kind != EntryKind::String {
+            return Err(format!(
+                "shape {:?} arrived; the plan says {:?}",
+                first.shape, e.shape
+            ));
+        }
+        let dims: Vec<usize> = first
+            .shape
+            .iter()
+            .map(|&d| usize::try_from(d).map_err(|_| format!("dimension {d} is too large")))
+            .collect::<Result<_, _>>()?;
+        let mut alloc = self
+            .ctx
+            .create_array(dtype::Type::primitive(e.element), &dims)
+            .map_err(|x| x.to_string())?;
+        {
+            let mut map = alloc.map_mut().map_err(|x| x.to_string())?;
+            // Room is made (the context backs the allocation when it is
+            // created): the bytes may come.
+            if let Some(p) = &self.status {
+                p.put(Status::Ready(e.key.clone()).encode())
+                    .wait()
+                    .map_err(|x| x.to_string())?;
+            }
+            let mut got = 0u64;
+            let mut piece = Some((first.clone(), payload));
+            while let Some((h, bytes)) = piece.take() {
+                if h.transfer != first.transfer || h.total != first.total || h.shape != first.shape
+                {
+                    return Err("pieces of two sendings mixed".into());
+                }
+                if h.offset != got {
+                    return Err(format!(
+                        "a piece at byte {} arrived where byte {got} was due",
+                        h.offset
+                    ));
+                }
+                let mut at = h.offset as usize;
+                for slice in bytes.slices() {
+                    let end = at
+                        .checked_add(slice.len())
+                        .filter(|&end| end as u64 <= h.total)
+                        .ok_or_else(|| {
+                            format!("a piece runs past the entry's {} bytes", h.total)
+                        })?;
+                    map[at..end].copy_from_slice(slice);
+                    at = end;
+                }
+                got = at as u64;
+                if got == first.total {
+                    break;
+                }
+                match self.next()? {
+                    Some(next) => piece = Some(next),
+                    // Dropping `alloc` unpublished gives its memory back:
+                    // a half-received entry is never published.
+                    None if self.stop.load(Ordering::Relaxed) => return Ok(()),
+                    None => {
+                        return Err(format!(
+                            "host {} went away after {got} of {} bytes",
+                            self.from, first.total
+                        ));
+                    }
+                }
+            }
+        }
+        alloc
+            .publish_and_release(&e.key)
+            .map_err(|x| x.to_string())?;
+        if let Some(p) = &self.status {
+            let _ = p.put(Status::Received(e.key.clone()).encode()).wait();
+        }
+        let mut st = self.inner.lock();
+        st.imported.insert(self.entry, first.total);
+        self.inner.maybe_ready(&mut st, e.producer);
+        Ok(())
+    }
+}
+
+impl HostLink for ZenohLink {
+    fn host(&self) -> &str {
+        &self.opts.host
+    }
+
+    fn start(&mut self, ctx: &Context) -> Result<(), String> {
+        self.join(ctx)
+    }
+
+    fn events(&self) -> Receiver<LinkEvent> {
+        self.events.clone()
+    }
+
+    fn operator_started(&mut self, op: usize) {
+        let name = self.inner.pipeline.operators[op].name.clone();
+        if let Some(s) = &self.session
+            && let Ok(t) = s
+                .liveliness()
+                .declare_token(format!(
+                    "{}/op/{}/{name}",
+                    self.inner.prefix, self.opts.host
+                ))
+                .wait()
+        {
+            self.op_tokens.insert(op, t);
+        }
+        self.say(&Status::Started(name));
+    }
+
+    fn operator_finished(&mut self, ctx: &Context, op: usize, result: Result<(), String>) {
+        let name = self.inner.pipeline.operators[op].name.clone();
+        self.inner.lock().finished.insert(op);
+        match result {
+            Ok(()) => {
+                for (_, e) in self.inner.pipeline.plan.operators[op].outputs.clone() {
+                    self.export(ctx, e);
+                }
+                self.say(&Status::Succeeded(name));
+            }
+            Err(why) => self.say(&Status::Failed { op: name, why }),
+        }
+        self.op_tokens.remove(&op);
+    }
+
+    fn finish(
+        &mut self,
+        failure: Option<&(String, String)>,
+        interrupted: &AtomicBool,
+    ) -> Option<(String, String)> {
+        if self.session.is_none() {
+            return None;
+        }
+        self.say(&Status::Done(failure.cloned()));
+        let here = self.opts.host.clone();
+        loop {
+            let waiting = {
+                let st = self.inner.lock();
+                self.inner
+                    .pipeline
+                    .placement
+                    .hosts
+                    .iter()
+                    .any(|h| *h != here && !st.done.contains_key(h) && !st.lost.contains(h))
+            };
+            if !waiting || interrupted.load(Ordering::Relaxed) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.stop.store(true, Ordering::Relaxed);
+        self.inner.lock().failure.clone()
+    }
+}
+
+impl Drop for ZenohLink {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.op_tokens.clear();
+        self.host_token = None;
+        self.subscribers.clear();
+        if let Some(s) = self.session.take() {
+            let _ = s.close().wait();
+        }
+        // Workers see the stop, or their channel close, within 100 ms;
+        // a sender blocked on a gone host is released by the close.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for w in self.workers.drain(..) {
+            while !w.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if w.is_finished() {
+                let _ = w.join();
+            }
+        }
+    }
+}

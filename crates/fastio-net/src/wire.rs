@@ -1,0 +1,365 @@
+//! What crosses the network: the header of every piece of an entry, and
+//! the status lines hosts tell each other. Both are documented in
+//! `docs/hosts.md` so that a program without fastio (a plain Zenoh
+//! subscriber in Python, say) can read an edge.
+//!
+//! An entry is sent as pieces of at most [`CHUNK_BYTES`] bytes (Zenoh's
+//! default limit on one message is 1 GiB, and a piece also bounds what
+//! either side stages). The first piece of a sending is an announcement:
+//! offset 0 and no bytes. Each consuming host then makes room for the
+//! entry and says [`Status::Ready`]; only when every one has, the pieces
+//! with the bytes follow, in order. (Making room for gigabytes takes
+//! seconds; no reader blocks Zenoh's receiving thread that long.) Each
+//! piece is one Zenoh sample: its payload is the bytes, its attachment
+//! the [`ChunkHeader`] (little-endian):
+//!
+//! | offset | size | field |
+//! |---|---|---|
+//! | 0 | 4 | magic `FIOX` |
+//! | 4 | 1 | version, 1 |
+//! | 5 | 1 | kind: 0 array, 1 string, 2 scalar |
+//! | 6 | 1 | number of dimensions `n` (at most [`MAX_DIMS`]) |
+//! | 7 | 1 | 0 |
+//! | 8 | 16 | element type name (`float32`, ...), ASCII, padded with NUL |
+//! | 24 | 8 | total bytes of the entry |
+//! | 32 | 8 | offset of this piece's bytes in the entry |
+//! | 40 | 8 | transfer id (one per sending of an entry) |
+//! | 48 | 8 × n | the shape |
+//!
+//! Every field is checked on decoding ([`ChunkHeader::decode`]): the bytes
+//! come from another machine.
+
+use dtype::Primitive;
+use fastio::plan::EntryKind;
+
+/// The first bytes of every header.
+pub const MAGIC: [u8; 4] = *b"FIOX";
+/// The header version this crate writes and reads.
+pub const VERSION: u8 = 1;
+/// Bytes of the header before the shape.
+pub const FIXED_BYTES: usize = 48;
+/// Most dimensions an entry may have.
+pub const MAX_DIMS: usize = 32;
+/// Largest piece of an entry in one sample.
+pub const CHUNK_BYTES: usize = 4 << 20;
+
+/// Why a header or status line was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WireError {
+    /// Fewer or more bytes than the header says.
+    #[error("header of {got} bytes; {want} expected")]
+    Length {
+        /// Bytes received.
+        got: usize,
+        /// Bytes the header needs.
+        want: usize,
+    },
+    /// Not a fastio header.
+    #[error("not a fastio entry header (magic {0:02x?})")]
+    Magic([u8; 4]),
+    /// A version this build does not read.
+    #[error("header version {0}; this build reads version {VERSION}")]
+    Version(u8),
+    /// A field out of its range.
+    #[error("{0}")]
+    Field(String),
+}
+
+/// The header of one piece of an entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkHeader {
+    /// What the entry holds.
+    pub kind: EntryKind,
+    /// Its element type.
+    pub element: Primitive,
+    /// Its shape.
+    pub shape: Vec<u64>,
+    /// Its bytes in all (the shape's elements times the element's size).
+    pub total: u64,
+    /// Where this piece's bytes go.
+    pub offset: u64,
+    /// Which sending of the entry the piece belongs to.
+    pub transfer: u64,
+}
+
+fn kind_code(k: EntryKind) -> u8 {
+    match k {
+        EntryKind::Array => 0,
+        EntryKind::String => 1,
+        EntryKind::Scalar => 2,
+    }
+}
+
+/// Bytes of `shape` elements of `element`, or `None` on overflow.
+pub fn entry_bytes(element: Primitive, shape: &[u64]) -> Option<u64> {
+    shape
+        .iter()
+        .try_fold(element.size() as u64, |acc, &d| acc.checked_mul(d))
+}
+
+impl ChunkHeader {
+    /// The header's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(FIXED_BYTES + 8 * self.shape.len());
+        b.extend_from_slice(&MAGIC);
+        b.push(VERSION);
+        b.push(kind_code(self.kind));
+        b.push(self.shape.len() as u8);
+        b.push(0);
+        let mut name = [0u8; 16];
+        let n = self.element.name().as_bytes();
+        name[..n.len()].copy_from_slice(n);
+        b.extend_from_slice(&name);
+        b.extend_from_slice(&self.total.to_le_bytes());
+        b.extend_from_slice(&self.offset.to_le_bytes());
+        b.extend_from_slice(&self.transfer.to_le_bytes());
+        for d in &self.shape {
+            b.extend_from_slice(&d.to_le_bytes());
+        }
+        b
+    }
+
+    /// Reads and checks a header: magic, version, kind, element name,
+    /// dimensions, and that `total` is what the shape needs and `offset`
+    /// lies within it.
+    pub fn decode(b: &[u8]) -> Result<ChunkHeader, WireError> {
+        if b.len() < FIXED_BYTES {
+            return Err(WireError::Length {
+                got: b.len(),
+                want: FIXED_BYTES,
+            });
+        }
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&b[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        let magic = [b[0], b[1], b[2], b[3]];
+        if magic != MAGIC {
+            return Err(WireError::Magic(magic));
+        }
+        if b[4] != VERSION {
+            return Err(WireError::Version(b[4]));
+        }
+        let kind = match b[5] {
+            0 => EntryKind::Array,
+            1 => EntryKind::String,
+            2 => EntryKind::Scalar,
+            k => return Err(WireError::Field(format!("entry kind {k}"))),
+        };
+        let ndim = usize::from(b[6]);
+        if ndim > MAX_DIMS {
+            return Err(WireError::Field(format!(
+                "{ndim} dimensions; at most {MAX_DIMS}"
+            )));
+        }
+        let want = FIXED_BYTES + 8 * ndim;
+        if b.len() != want {
+            return Err(WireError::Length { got: b.len(), want });
+        }
+        if b[7] != 0 {
+            return Err(WireError::Field(format!("reserved byte {}", b[7])));
+        }
+        let name_bytes = &b[8..24];
+        let end = name_bytes.iter().position(|&c| c == 0).unwrap_or(16);
+        if name_bytes[end..].iter().any(|&c| c != 0) {
+            return Err(WireError::Field("element name is not NUL-padded".into()));
+        }
+        let name = std::str::from_utf8(&name_bytes[..end])
+            .map_err(|_| WireError::Field("element name is not ASCII".into()))?;
+        let element = Primitive::from_name(name)
+            .filter(|p| p.name() == name)
+            .ok_or_else(|| WireError::Field(format!("unknown element type {name:?}")))?;
+        let shape: Vec<u64> = (0..ndim).map(|i| word(FIXED_BYTES + 8 * i)).collect();
+        let total = word(24);
+        let offset = word(32);
+        let need = entry_bytes(element, &shape)
+            .ok_or_else(|| WireError::Field(format!("shape {shape:?} overflows")))?;
+        if total != need {
+            return Err(WireError::Field(format!(
+                "total {total} bytes, but {shape:?} of {element} is {need}"
+            )));
+        }
+        if offset > total {
+            return Err(WireError::Field(format!(
+                "offset {offset} past the entry's {total} bytes"
+            )));
+        }
+        Ok(ChunkHeader {
+            kind,
+            element,
+            shape,
+            total,
+            offset,
+            transfer: word(40),
+        })
+    }
+}
+
+/// What a host tells the others, one line per Zenoh sample on
+/// `<run>/status/<host>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// An operator of this host started.
+    Started(String),
+    /// An operator of this host succeeded; its outputs other hosts use are
+    /// being sent.
+    Succeeded(String),
+    /// An operator of this host failed.
+    Failed {
+        /// The operator.
+        op: String,
+        /// What happened.
+        why: String,
+    },
+    /// This host has room for an announced entry (its key) and waits for
+    /// its bytes.
+    Ready(String),
+    /// This host has received and published an entry (its key).
+    Received(String),
+    /// This host's part is over: `None` when everything it ran succeeded,
+    /// else the failure it saw (operator or host, what happened).
+    Done(Option<(String, String)>),
+}
+
+/// Longest status line read.
+pub const MAX_STATUS_BYTES: usize = 4096;
+
+impl Status {
+    /// The line.
+    pub fn encode(&self) -> String {
+        let one_line = |s: &str| s.replace(['\n', '\r', '\t'], " ");
+        match self {
+            Status::Started(op) => format!("started {op}"),
+            Status::Succeeded(op) => format!("succeeded {op}"),
+            Status::Failed { op, why } => format!("failed {op} {}", one_line(why)),
+            Status::Ready(key) => format!("ready {key}"),
+            Status::Received(key) => format!("received {key}"),
+            Status::Done(None) => "done".into(),
+            Status::Done(Some((who, why))) => {
+                format!("done-failed {}\t{}", one_line(who), one_line(why))
+            }
+        }
+    }
+
+    /// Reads a line.
+    pub fn decode(b: &[u8]) -> Result<Status, WireError> {
+        if b.len() > MAX_STATUS_BYTES {
+            return Err(WireError::Length {
+                got: b.len(),
+                want: MAX_STATUS_BYTES,
+            });
+        }
+        let text = std::str::from_utf8(b)
+            .map_err(|_| WireError::Field("status line is not UTF-8".into()))?;
+        if text.contains(['\n', '\r']) {
+            return Err(WireError::Field("a status is one line".into()));
+        }
+        let (verb, rest) = text.split_once(' ').unwrap_or((text, ""));
+        let tabs = rest.matches('\t').count();
+        if tabs != usize::from(verb == "done-failed") {
+            return Err(WireError::Field(format!("misplaced tab in {text:?}")));
+        }
+        let word = |what: &str| {
+            if rest.is_empty() || rest.contains(' ') {
+                Err(WireError::Field(format!("{what} needs one name: {text:?}")))
+            } else {
+                Ok(rest.to_owned())
+            }
+        };
+        Ok(match verb {
+            "started" => Status::Started(word("started")?),
+            "succeeded" => Status::Succeeded(word("succeeded")?),
+            "ready" => Status::Ready(word("ready")?),
+            "received" => Status::Received(word("received")?),
+            "failed" => {
+                let (op, why) = rest.split_once(' ').unwrap_or((rest, ""));
+                if op.is_empty() {
+                    return Err(WireError::Field("failed needs an operator".into()));
+                }
+                Status::Failed {
+                    op: op.to_owned(),
+                    why: why.to_owned(),
+                }
+            }
+            "done" if rest.is_empty() => Status::Done(None),
+            "done-failed" => {
+                let (who, why) = rest.split_once('\t').unwrap_or((rest, ""));
+                Status::Done(Some((who.to_owned(), why.to_owned())))
+            }
+            _ => return Err(WireError::Field(format!("unknown status {text:?}"))),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headers_round_trip_and_bad_fields_are_refused() {
+        let h = ChunkHeader {
+            kind: EntryKind::Array,
+            element: Primitive::Float32,
+            shape: vec![3, 4, 5],
+            total: 240,
+            offset: 128,
+            transfer: 77,
+        };
+        let b = h.encode();
+        assert_eq!(b.len(), FIXED_BYTES + 24);
+        assert_eq!(ChunkHeader::decode(&b).unwrap(), h);
+        let mut bad = b.clone();
+        bad[24] = 1; // total no longer the shape's
+        assert!(matches!(
+            ChunkHeader::decode(&bad),
+            Err(WireError::Field(_))
+        ));
+        let mut bad = b.clone();
+        bad[32..40].copy_from_slice(&241u64.to_le_bytes());
+        assert!(ChunkHeader::decode(&bad).is_err());
+        let mut bad = b.clone();
+        bad[0] = b'X';
+        assert!(matches!(
+            ChunkHeader::decode(&bad),
+            Err(WireError::Magic(_))
+        ));
+        assert!(matches!(
+            ChunkHeader::decode(&b[..50]),
+            Err(WireError::Length { .. })
+        ));
+        let mut bad = b.clone();
+        bad[8..12].copy_from_slice(b"real");
+        assert!(ChunkHeader::decode(&bad).is_err(), "aliases are not names");
+        // A shape whose bytes overflow.
+        let huge = ChunkHeader {
+            shape: vec![u64::MAX / 2, 3],
+            ..h
+        };
+        assert!(ChunkHeader::decode(&huge.encode()).is_err());
+    }
+
+    #[test]
+    fn status_lines_round_trip() {
+        for s in [
+            Status::Started("infer".into()),
+            Status::Succeeded("crop".into()),
+            Status::Failed {
+                op: "infer".into(),
+                why: "exited with status 3".into(),
+            },
+            Status::Ready("crop/cropped".into()),
+            Status::Received("crop/cropped".into()),
+            Status::Done(None),
+            Status::Done(Some(("host gpu".into(), "gone".into()))),
+        ] {
+            assert_eq!(Status::decode(s.encode().as_bytes()).unwrap(), s);
+        }
+        assert!(Status::decode(b"started").is_err());
+        assert!(Status::decode(b"launched x").is_err());
+        assert!(Status::decode(&[0xff, 0xfe]).is_err());
+        assert!(Status::decode(b"failed op why\twith a tab").is_err());
+        assert!(Status::decode(b"started a\nb").is_err());
+    }
+}
