@@ -663,7 +663,9 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
                 .map(|r| r.stderr_tail.join("\n  "))
                 .unwrap_or_default();
             Err(Failure {
-                message: if tail.is_empty() {
+                message: if op.starts_with("host ") {
+                    format!("{op}: {what}")
+                } else if tail.is_empty() {
                     format!("operator {op} {what}")
                 } else {
                     format!("operator {op} {what}; its last stderr lines:\n  {tail}")

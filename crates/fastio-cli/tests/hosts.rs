@@ -531,6 +531,21 @@ fn transfer_yaml(dir: &Path, name: &str) -> PathBuf {
     write(dir, &format!("{name}.yaml"), &yaml)
 }
 
+/// The pid of the first operator the driver `driver` starts (its child),
+/// once there is one.
+fn operator_of(driver: i32) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let children = std::fs::read_to_string(format!("/proc/{driver}/task/{driver}/children"))
+            .unwrap_or_default();
+        if let Some(p) = children.split_whitespace().next() {
+            return p.to_owned();
+        }
+        assert!(Instant::now() < deadline, "the operator never started");
+        sleep_ms(10);
+    }
+}
+
 fn sleep_ms(ms: u64) {
     std::thread::sleep(Duration::from_millis(ms));
 }
@@ -547,9 +562,11 @@ fn a_producer_host_killed_mid_transfer_fails_every_host_with_its_name() {
         let a = hosts.start(0, &run_args(&file, "a", hosts.net_args(0, port), &[]));
         let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, port), &[]));
         let pid = hosts.pid(a);
-        // Filling 1 GiB takes a while; the transfer follows it. Kill the
-        // producer's driver at a random point in that span.
-        sleep_ms(300 + rng.below(1500));
+        // Once the producer runs (every host has joined), filling 1 GiB
+        // takes a while and the transfer follows it: kill the producer's
+        // driver at a random point in that span.
+        operator_of(pid);
+        sleep_ms(rng.below(3000));
         let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
         let t = Instant::now();
         let rb = hosts.wait(b);
@@ -593,18 +610,7 @@ fn a_remote_operator_killed_fails_every_host_with_its_name() {
     let file = write(&hosts.dir, "opkill.yaml", &yaml);
     let a = hosts.start(0, &run_args(&file, "a", hosts.net_args(0, 7447), &[]));
     let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, 7447), &[]));
-    // The operator is the driver's child: find it in host a.
-    let driver = hosts.pid(a);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let op_pid = loop {
-        let children = std::fs::read_to_string(format!("/proc/{driver}/task/{driver}/children"))
-            .unwrap_or_default();
-        if let Some(p) = children.split_whitespace().next() {
-            break p.to_owned();
-        }
-        assert!(Instant::now() < deadline, "the operator never started");
-        sleep_ms(20);
-    };
+    let op_pid = operator_of(hosts.pid(a));
     sleep_ms(Rng(7).below(500));
     let _ = Command::new("kill").args(["-9", &op_pid]).status();
     let ra = hosts.wait(a);
@@ -629,8 +635,8 @@ fn a_cut_link_fails_both_hosts_without_a_hang() {
     let file = transfer_yaml(&hosts.dir, "cut");
     let a = hosts.start(0, &run_args(&file, "a", hosts.net_args(0, 7447), &[]));
     let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, 7447), &[]));
-    let _ = hosts.pid(a);
-    sleep_ms(300 + Rng(0xc0ffee).below(1500));
+    operator_of(hosts.pid(a));
+    sleep_ms(Rng(0xc0ffee).below(3000));
     hosts.cut(0);
     let t = Instant::now();
     let rb = hosts.wait(b);

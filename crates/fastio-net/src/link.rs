@@ -36,6 +36,10 @@ use zenoh::session::Session;
 
 use crate::wire::{CHUNK_BYTES, ChunkHeader, Status, entry_bytes};
 
+/// How long after a host's token vanished its last status lines may
+/// still arrive before it is judged gone.
+const GRACE: Duration = Duration::from_millis(500);
+
 /// How one host joins a run.
 #[derive(Debug, Clone)]
 pub struct NetOptions {
@@ -159,6 +163,8 @@ struct State {
     reported: BTreeSet<usize>,
     /// Hosts found gone before they were done.
     lost: BTreeSet<String>,
+    /// Hosts whose token vanished, and when (judged after [`GRACE`]).
+    vanished: BTreeMap<String, Instant>,
     /// The first failure seen elsewhere.
     failure: Option<(String, String)>,
 }
@@ -245,10 +251,15 @@ impl Inner {
             Status::Done(outcome) => {
                 if let Some((who, why)) = &outcome {
                     // The run failed there: stop here too.
+                    let why = if why.starts_with("on host ") || who.starts_with("host ") {
+                        why.clone()
+                    } else {
+                        format!("on host {host}: {why}")
+                    };
                     st.failure.get_or_insert_with(|| (who.clone(), why.clone()));
                     let _ = self.events.send(LinkEvent::Failed {
                         host: host.to_owned(),
-                        why: format!("{who} {why} (reported by host {host})"),
+                        why: format!("{who} {why}"),
                     });
                 }
                 st.done.insert(host.to_owned(), outcome);
@@ -262,82 +273,98 @@ impl Inner {
             SampleKind::Put => {
                 st.alive.insert(host.to_owned());
                 st.joined.insert(host.to_owned());
+                st.vanished.remove(host);
             }
             SampleKind::Delete => {
                 st.alive.remove(host);
-                if host == self.pipeline.placement.hosts[self.here] {
-                    return;
-                }
-                if st.done.contains_key(host) {
-                    // It ended its part; only entries of it still on the
-                    // way here are lost.
-                    let p = &self.pipeline;
-                    let missing = p.placement.crossings(&p.plan).into_iter().find(|c| {
-                        p.placement.hosts[c.from] == host
-                            && c.to.contains(&self.here)
-                            && !st.imported.contains_key(&c.entry)
-                    });
-                    if let Some(c) = missing {
-                        st.lost.insert(host.to_owned());
-                        let e = &p.plan.entries[c.entry];
-                        let why = format!("host {host} went away before {} arrived", e.name);
-                        st.failure
-                            .get_or_insert((p.operators[e.producer].name.clone(), why.clone()));
-                        let _ = self.events.send(LinkEvent::RemoteFailed {
-                            op: e.producer,
-                            host: host.to_owned(),
-                            why,
-                        });
-                    }
-                    return;
-                }
-                st.lost.insert(host.to_owned());
-                let running: Vec<String> = st
-                    .running
-                    .iter()
-                    .filter_map(|k| k.strip_prefix(&format!("{host}/")).map(str::to_owned))
-                    .collect();
-                // Name the operator of that host this run was waiting for:
-                // a running one, else the first not finished.
-                let p = &self.pipeline;
-                let waiting = (0..p.operators.len()).find(|&i| {
-                    p.placement.host_name(i) == host
-                        && !st.finished.contains(&i)
-                        && (running
-                            .iter()
-                            .any(|r| r.eq_ignore_ascii_case(&p.operators[i].name))
-                            || running.is_empty())
-                });
-                let why = format!(
-                    "host {host} is gone (its driver died or the link to it was cut){}",
-                    match &waiting {
-                        Some(i) if !running.is_empty() =>
-                            format!(" while {} was running", p.operators[*i].name),
-                        Some(i) => format!(" before {} finished", p.operators[*i].name),
-                        None => String::new(),
-                    }
-                );
-                match waiting {
-                    Some(op) => {
-                        st.finished.insert(op);
-                        st.failure
-                            .get_or_insert((p.operators[op].name.clone(), why.clone()));
-                        let _ = self.events.send(LinkEvent::RemoteFailed {
-                            op,
-                            host: host.to_owned(),
-                            why,
-                        });
-                    }
-                    None => {
-                        st.failure
-                            .get_or_insert((format!("host {host}"), why.clone()));
-                        let _ = self.events.send(LinkEvent::Failed {
-                            host: host.to_owned(),
-                            why,
-                        });
-                    }
+                if host != self.pipeline.placement.hosts[self.here] {
+                    // Its last status lines may still be on the way (a
+                    // token's end travels ahead of data): judge it after
+                    // a grace period ([`Inner::check_vanished`]).
+                    st.vanished.insert(host.to_owned(), Instant::now());
                 }
             }
+        }
+    }
+
+    /// Hosts whose token vanished more than [`GRACE`] ago: gone, unless
+    /// they said they were done and nothing of theirs is still due here.
+    fn check_vanished(&self) {
+        let mut st = self.lock();
+        let due: Vec<String> = st
+            .vanished
+            .iter()
+            .filter(|(_, at)| at.elapsed() >= GRACE)
+            .map(|(h, _)| h.clone())
+            .collect();
+        for host in due {
+            st.vanished.remove(&host);
+            if let Some((op, why)) = self.blame(&st, &host) {
+                st.lost.insert(host.clone());
+                if let Some(op) = op {
+                    st.finished.insert(op);
+                    st.failure.get_or_insert((
+                        self.pipeline.operators[op].name.clone(),
+                        format!("on host {host}: {why}"),
+                    ));
+                    let _ = self.events.send(LinkEvent::RemoteFailed {
+                        op,
+                        host: host.clone(),
+                        why,
+                    });
+                } else {
+                    st.failure
+                        .get_or_insert((format!("host {host}"), why.clone()));
+                    let _ = self.events.send(LinkEvent::Failed { host, why });
+                }
+            }
+        }
+    }
+
+    /// What this host loses with `host` gone: the operator to name (one of
+    /// its operators still running, else the producer of an entry still
+    /// due here, else one not finished) and why; `None` when nothing.
+    fn blame(&self, st: &State, host: &str) -> Option<(Option<usize>, String)> {
+        let p = &self.pipeline;
+        let gone = "the host is gone (its driver died or the link to it was cut)";
+        let on_host = |i: usize| p.placement.host_name(i) == host;
+        let running = (0..p.operators.len()).find(|&i| {
+            on_host(i)
+                && !st.finished.contains(&i)
+                && st
+                    .running
+                    .contains(&format!("{host}/{}", p.operators[i].name))
+        });
+        if let Some(i) = running {
+            return Some((
+                Some(i),
+                format!("{gone} while {} was running", p.operators[i].name),
+            ));
+        }
+        let due = p.placement.crossings(&p.plan).into_iter().find(|c| {
+            p.placement.hosts[c.from] == host
+                && c.to.contains(&self.here)
+                && !st.imported.contains_key(&c.entry)
+        });
+        if let Some(c) = due {
+            let e = &p.plan.entries[c.entry];
+            return Some((
+                Some(e.producer),
+                format!("{gone} before {} arrived", e.name),
+            ));
+        }
+        if st.done.contains_key(host) {
+            return None;
+        }
+        match (0..p.operators.len()).find(|&i| on_host(i) && !st.finished.contains(&i)) {
+            Some(i) => Some((
+                Some(i),
+                format!("{gone} before {} finished", p.operators[i].name),
+            )),
+            None => Some((
+                None,
+                format!("host {host}: {gone} before it said it was done"),
+            )),
         }
     }
 
@@ -350,8 +377,7 @@ impl Inner {
     }
 
     fn host_gone(&self, host: &str) -> bool {
-        let st = self.lock();
-        st.lost.contains(host) || (st.joined.contains(host) && !st.alive.contains(host))
+        self.lock().lost.contains(host)
     }
 }
 
@@ -462,6 +488,7 @@ impl ZenohLink {
         let status = session
             .declare_publisher(format!("{prefix}/status/{here_name}"))
             .congestion_control(CongestionControl::Block)
+            .express(true)
             .wait()
             .map_err(|e| format!("zenoh: {e}"))?;
         self.status = Some(Arc::new(status));
@@ -566,6 +593,14 @@ impl ZenohLink {
             .map_err(|e| format!("zenoh: {e}"))?;
         self.host_token = Some(token);
         self.session = Some(session);
+        // Judges vanished hosts until the run stops.
+        let (i5, stop) = (inner.clone(), self.stop.clone());
+        self.workers.push(std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                i5.check_vanished();
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }));
         // Every host must be there before anything starts.
         let deadline = Instant::now() + self.opts.join_timeout;
         loop {
@@ -750,9 +785,10 @@ impl Importer {
     fn run(self) {
         if let Err(why) = self.receive() {
             let e = &self.inner.pipeline.plan.entries[self.entry];
-            let _ = self.inner.events.send(LinkEvent::Failed {
+            let _ = self.inner.events.send(LinkEvent::RemoteFailed {
+                op: e.producer,
                 host: self.from.clone(),
-                why: format!("entry {} from host {}: {why}", e.name, self.from),
+                why: format!("entry {}: {why}", e.name),
             });
         }
     }
@@ -858,8 +894,8 @@ impl Importer {
                     None if self.stop.load(Ordering::Relaxed) => return Ok(()),
                     None => {
                         return Err(format!(
-                            "host {} went away after {got} of {} bytes",
-                            self.from, first.total
+                            "the host went away after {got} of {} bytes",
+                            first.total
                         ));
                     }
                 }
