@@ -75,6 +75,10 @@ pub(crate) fn root() -> PathBuf {
     manifest.parent().map(PathBuf::from).unwrap_or(manifest)
 }
 
+/// The Python peer of `fastio-net` (PyPI), the same release as the
+/// workspace's `zenoh` crate.
+pub(crate) const ZENOH_PY: &str = "eclipse-zenoh==1.10.2";
+
 fn ci() -> Result<(), String> {
     let started = std::time::Instant::now();
     Step::new("fmt", cargo(["fmt", "--all", "--check"])).run()?;
@@ -92,7 +96,12 @@ fn ci() -> Result<(), String> {
     )
     .run()?;
     headers::check()?;
-    let test_log = Step::new("test", cargo(["test", "--workspace", "--all-features"])).run()?;
+    // The plain-Zenoh Python reader of the multi-host tests (no fastio in
+    // it): eclipse-zenoh at the version of our `zenoh` crate.
+    let zenoh_python = venv::python("venv-zenoh", &[ZENOH_PY], "zenoh peer")?;
+    let test_log = Step::new("test", cargo(["test", "--workspace", "--all-features"]))
+        .env("FASTIO_ZENOH_PYTHON", &zenoh_python.display().to_string())
+        .run()?;
     let (passed, failed) = step::count_tests(&test_log);
     shm_leak_check()?;
     Step::new(

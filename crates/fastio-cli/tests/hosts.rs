@@ -697,3 +697,157 @@ fn two_runs_on_the_same_hosts_stay_apart_and_a_missing_host_is_named() {
     assert!(t.elapsed() < Duration::from_secs(20));
     assert_clean("a", &r);
 }
+
+/// The Python of the virtual environment with `eclipse-zenoh` that
+/// `cargo xtask ci` makes (`FASTIO_ZENOH_PYTHON`, else
+/// `target/venv-zenoh`); `None` outside CI when there is none.
+fn zenoh_python() -> Option<PathBuf> {
+    let p = std::env::var_os("FASTIO_ZENOH_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/venv-zenoh/bin/python")
+        });
+    if p.exists() {
+        return Some(p);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI makes target/venv-zenoh (cargo xtask ci) before the tests"
+    );
+    eprintln!("skipped: no Python with eclipse-zenoh (cargo xtask ci makes one)");
+    None
+}
+
+#[test]
+fn a_plain_python_zenoh_subscriber_reads_an_edge() {
+    let Some(python) = zenoh_python() else {
+        return;
+    };
+    let Some(mut hosts) = Hosts::new("py", 3) else {
+        return;
+    };
+    let yaml = format!(
+        "api-version: 0.5.0\nname: pyedge\nplacement:\n  hosts:\n    b: [sink]\noperators:\n{}{}",
+        op(
+            "src",
+            "pattern, v, '42'",
+            "  output:\n  - {name: v, type: array, element-type: int32, shape: [5, -1]}\n"
+        )
+        .replace(
+            "command: [",
+            "variables: {FILL_SHAPE: '5,70001'}, command: ["
+        ),
+        op(
+            "sink",
+            "checksum, v",
+            "  input:\n  - {from: src, name: v, type: array, element-type: int32, shape: [5, -1]}\n"
+        ),
+    );
+    let file = write(&hosts.dir, "pyedge.yaml", &yaml);
+    // The producing host first (it waits for b to join), then the Python
+    // reader on a third host, then b.
+    let a = hosts.start(0, &run_args(&file, "main", hosts.net_args(0, 7447), &[]));
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/hosts/read_edge.py");
+    let mut reader = Command::new("ip")
+        .args(["netns", "exec", &hosts.ns(2)])
+        .arg(&python)
+        .arg(&script)
+        .args([
+            &format!("tcp/{}:7447", addr(0)),
+            "pyedge",
+            "--timeout",
+            "60",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the Python reader");
+    let mut out = std::io::BufReader::new(reader.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert!(
+        line.starts_with("subscribed fastio/pyedge/run/entry/**"),
+        "{line}"
+    );
+    // Give the reader's subscription time to reach host a.
+    sleep_ms(500);
+    let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, 7447), &[]));
+    let rb = hosts.wait(b);
+    let ra = hosts.wait(a);
+    assert_ok("host main", &ra);
+    assert_ok("host b", &rb);
+    let mut rest = String::new();
+    let _ = out.read_to_string(&mut rest);
+    let status = reader.wait().unwrap();
+    let mut err = String::new();
+    let _ = reader.stderr.take().unwrap().read_to_string(&mut err);
+    assert!(status.success(), "the Python reader: {rest}\n{err}");
+    let sent = ra.checksum("v").expect("src's checksum");
+    let (sum, shape) = sent.split_once(' ').unwrap();
+    assert_eq!(shape, "[5, 70001]");
+    assert_eq!(
+        rest.trim(),
+        format!("entry src/v int32 [5, 70001] 1400020 {sum}"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_volume_demo_runs_on_two_hosts_as_the_readme_says() {
+    let Some(mut hosts) = Hosts::new("vol", 2) else {
+        return;
+    };
+    // The README's definition, with the operators this test built instead
+    // of `cargo run` (as the one-host demo test does).
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../examples/pipelines/volume/two-hosts.yaml"),
+    )
+    .unwrap();
+    let mut yaml = String::new();
+    for line in text.lines() {
+        match line.find("command: [cargo, run") {
+            Some(k) => {
+                let bin = line.rsplit(", ").next().unwrap().trim_end_matches(']');
+                yaml.push_str(&format!(
+                    "{}command: [{}]\n",
+                    &line[..k],
+                    example(bin).display()
+                ));
+            }
+            None => {
+                yaml.push_str(line);
+                yaml.push('\n');
+            }
+        }
+    }
+    let file = write(&hosts.dir, "two-hosts.yaml", &yaml);
+    let out = hosts.dir.join("out");
+    let scanner = hosts.start(0, &run_args(&file, "scanner", hosts.net_args(0, 7447), &[]));
+    let gpu = hosts.start(
+        1,
+        &run_args(
+            &file,
+            "gpu",
+            hosts.net_args(1, 7447),
+            &["--output", &out.display().to_string()],
+        ),
+    );
+    let rg = hosts.wait(gpu);
+    let rs = hosts.wait(scanner);
+    assert_ok("scanner", &rs);
+    assert_ok("gpu", &rg);
+    assert!(
+        rs.stdout
+            .contains("[crop] cropped [3, 224, 255, 127] to [3, "),
+        "{}",
+        rs.stdout
+    );
+    assert!(
+        rg.stdout.contains("stats/summary: {") && rg.stdout.contains("\"voxels\": 262144"),
+        "{}",
+        rg.stdout
+    );
+    let png = std::fs::read(out.join("render/image/mip.png")).unwrap();
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+}
