@@ -18,7 +18,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -174,6 +174,8 @@ struct Inner {
     here: usize,
     prefix: String,
     state: Mutex<State>,
+    /// Signalled when a host says it is ready for an entry, or is gone.
+    changed: Condvar,
     events: Sender<LinkEvent>,
 }
 
@@ -205,14 +207,17 @@ impl Inner {
             .collect()
     }
 
-    /// Tells the driver that remote `op` is done once it said so and every
-    /// entry of it read here has arrived.
+    /// Tells the driver that remote `op` is done once every entry of it read
+    /// here has arrived (or, when it has none, once it said it succeeded).
     fn maybe_ready(&self, st: &mut State, op: usize) {
-        if !st.succeeded.contains(&op) || st.reported.contains(&op) {
+        if st.reported.contains(&op) {
             return;
         }
         let need = self.consumed_here(op);
-        if need.iter().all(|e| st.imported.contains_key(e)) {
+        // An entry is only sent once its producer has succeeded: having
+        // all of them is news enough (no need to wait for the status).
+        let said = st.succeeded.contains(&op) || !need.is_empty();
+        if said && need.iter().all(|e| st.imported.contains_key(e)) {
             st.reported.insert(op);
             let bytes = need.iter().filter_map(|e| st.imported.get(e)).sum();
             let _ = self.events.send(LinkEvent::RemoteSucceeded { op, bytes });
@@ -226,6 +231,7 @@ impl Inner {
             Status::Ready(key) => {
                 if let Some(e) = self.pipeline.plan.entries.iter().position(|e| e.key == key) {
                     st.ready.entry(e).or_default().insert(host.to_owned());
+                    self.changed.notify_all();
                 }
             }
             Status::Succeeded(name) => {
@@ -301,6 +307,7 @@ impl Inner {
             st.vanished.remove(&host);
             if let Some((op, why)) = self.blame(&st, &host) {
                 st.lost.insert(host.clone());
+                self.changed.notify_all();
                 if let Some(op) = op {
                     st.finished.insert(op);
                     st.failure.get_or_insert((
@@ -449,6 +456,7 @@ impl ZenohLink {
                 here,
                 prefix: run_prefix(&pipeline.name, &opts.run_id),
                 state: Mutex::new(State::default()),
+                changed: Condvar::new(),
                 events: tx,
             }),
             opts,
@@ -498,6 +506,7 @@ impl ZenohLink {
                 let publisher = session
                     .declare_publisher(format!("{prefix}/entry/{key}"))
                     .congestion_control(CongestionControl::Block)
+                    .express(true)
                     .wait()
                     .map_err(|e| format!("zenoh: {e}"))?;
                 self.entry_pubs.insert(c.entry, Arc::new(publisher));
@@ -647,11 +656,16 @@ impl ZenohLink {
         let Some(publisher) = self.entry_pubs.get(&entry).cloned() else {
             return;
         };
+        // One piece goes at once, from here; more may wait for readers to
+        // make room, in a thread of their own.
+        let one_piece = ctx
+            .get(&self.inner.pipeline.plan.entries[entry].key)
+            .is_ok_and(|a| a.size() <= CHUNK_BYTES as u64);
         let inner = self.inner.clone();
         let ctx = ctx.clone();
         let status = self.status.clone();
         let stop = self.stop.clone();
-        self.workers.push(std::thread::spawn(move || {
+        let send = move || {
             let plan = &inner.pipeline.plan;
             let e = &plan.entries[entry];
             let result = send_entry(&ctx, &inner, entry, &publisher, &stop);
@@ -674,7 +688,12 @@ impl ZenohLink {
                     why,
                 });
             }
-        }));
+        };
+        if one_piece {
+            send();
+        } else {
+            self.workers.push(std::thread::spawn(send));
+        }
     }
 }
 
@@ -727,27 +746,28 @@ fn send_entry(
         .attachment(header(0).encode())
         .wait()
         .map_err(|x| x.to_string())?;
-    loop {
-        let waiting: Vec<String> = {
-            let st = inner.lock();
-            let ready = st.ready.get(&entry);
-            if let Some(gone) = readers.iter().find(|h| st.lost.contains(*h)) {
-                return Err(format!("host {gone} went away"));
-            }
-            readers
-                .iter()
-                .filter(|h| !ready.is_some_and(|r| r.contains(*h)))
-                .cloned()
-                .collect()
-        };
-        if waiting.is_empty() {
+    // An entry of one piece needs no wait: making room for it takes a
+    // moment. A larger one waits until every reader has made room, so
+    // that no reader blocks Zenoh's receiving thread for long.
+    let mut st = inner.lock();
+    while total > CHUNK_BYTES {
+        if let Some(gone) = readers.iter().find(|h| st.lost.contains(*h)) {
+            return Err(format!("host {gone} went away"));
+        }
+        let ready = st.ready.get(&entry);
+        if readers.iter().all(|h| ready.is_some_and(|r| r.contains(h))) {
             break;
         }
         if stop.load(Ordering::Relaxed) {
             return Err("the run stopped".into());
         }
-        std::thread::sleep(Duration::from_millis(2));
+        st = inner
+            .changed
+            .wait_timeout(st, Duration::from_millis(50))
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
     }
+    drop(st);
     let mut offset = 0usize;
     while offset < total {
         if stop.load(Ordering::Relaxed) {
@@ -854,7 +874,9 @@ impl Importer {
             let mut map = alloc.map_mut().map_err(|x| x.to_string())?;
             // Room is made (the context backs the allocation when it is
             // created): the bytes may come.
-            if let Some(p) = &self.status {
+            if first.total > CHUNK_BYTES as u64
+                && let Some(p) = &self.status
+            {
                 p.put(Status::Ready(e.key.clone()).encode())
                     .wait()
                     .map_err(|x| x.to_string())?;
@@ -904,12 +926,14 @@ impl Importer {
         alloc
             .publish_and_release(&e.key)
             .map_err(|x| x.to_string())?;
+        {
+            let mut st = self.inner.lock();
+            st.imported.insert(self.entry, first.total);
+            self.inner.maybe_ready(&mut st, e.producer);
+        }
         if let Some(p) = &self.status {
             let _ = p.put(Status::Received(e.key.clone()).encode()).wait();
         }
-        let mut st = self.inner.lock();
-        st.imported.insert(self.entry, first.total);
-        self.inner.maybe_ready(&mut st, e.producer);
         Ok(())
     }
 }

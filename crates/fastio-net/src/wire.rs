@@ -7,9 +7,10 @@
 //! default limit on one message is 1 GiB, and a piece also bounds what
 //! either side stages). The first piece of a sending is an announcement:
 //! offset 0 and no bytes. Each consuming host then makes room for the
-//! entry and says [`Status::Ready`]; only when every one has, the pieces
-//! with the bytes follow, in order. (Making room for gigabytes takes
-//! seconds; no reader blocks Zenoh's receiving thread that long.) Each
+//! entry; for an entry of more than one piece it says [`Status::Ready`],
+//! and the pieces with the bytes follow only when every reader has (making
+//! room for gigabytes takes seconds; no reader blocks Zenoh's receiving
+//! thread that long); a one-piece entry follows at once. In order. Each
 //! piece is one Zenoh sample: its payload is the bytes, its attachment
 //! the [`ChunkHeader`] (little-endian):
 //!
