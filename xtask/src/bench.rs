@@ -55,6 +55,15 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
     if report && !extra.is_empty() {
         return Err("`bench --report` runs every group; it takes no filter".into());
     }
+    if extra.first().is_some_and(|a| a == "hosts") {
+        let mut out = String::new();
+        let peers = crate::bench_hosts::run(&mut out)?;
+        print!("{out}");
+        for p in &peers {
+            println!("peer {}: {}", p.name, p.status);
+        }
+        return Ok(());
+    }
     if extra.first().is_some_and(|a| a == "chain") {
         let mut out = String::new();
         let peers = crate::bench_chain::run(false, &mut out)?;
@@ -112,10 +121,12 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
         peers.push(bench_peers::python_beside(&groups, report, &mut beside)?);
     }
     let mut chain = String::new();
+    let mut hosts = String::new();
     if report {
         peers.extend(crate::bench_chain::run(report, &mut chain)?);
+        peers.extend(crate::bench_hosts::run(&mut hosts)?);
     }
-    print!("{params}{beside}{chain}");
+    print!("{params}{beside}{chain}{hosts}");
     for p in &peers {
         println!("peer {}: {}", p.name, p.status);
     }
@@ -127,6 +138,7 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
                 params: &params,
                 beside: &beside,
                 chain: &chain,
+                hosts: &hosts,
             },
         )?;
     }

@@ -45,6 +45,8 @@ pub(crate) struct Sections<'a> {
     pub(crate) beside: &'a str,
     /// The stream chain beside dora-rs.
     pub(crate) chain: &'a str,
+    /// Entries between hosts beside Zenoh alone and plain TCP (markdown).
+    pub(crate) hosts: &'a str,
 }
 
 pub(crate) fn write(
@@ -392,6 +394,15 @@ fn markdown(
             sections.chain.trim_start_matches('\n')
         );
     }
+    if !sections.hosts.is_empty() {
+        w.push_str(&format!(
+            "\n## Entries between hosts\n\nAn entry moved by `fastio-net` between two \
+             network namespaces joined by a veth pair, beside Zenoh alone and a plain TCP \
+             copy of the same bytes on the same link (`cargo xtask bench hosts`; \
+             xtask/src/bench_hosts.rs says how), in this run:\n\n{}",
+            sections.hosts
+        ));
+    }
     if !sections.beside.is_empty() {
         let _ = writeln!(
             w,
@@ -648,6 +659,7 @@ mod tests {
                 params: "## Parameter files beside TVM and numpy\n",
                 beside: "numpy beside\n",
                 chain: "\n  64KiB  dora-rs chain\n",
+                hosts: "",
             },
         )
         .unwrap();

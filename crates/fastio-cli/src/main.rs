@@ -43,7 +43,7 @@ enum Command {
     Pipeline(pipeline_cmd::PipelineCommand),
     /// Run a pipeline: its operators as processes sharing one Fast I/O
     /// context.
-    Run(pipeline_cmd::RunArgs),
+    Run(Box<pipeline_cmd::RunArgs>),
     /// Watch every live context of this user: memory, operators, streams,
     /// allocations (read-only; `q` quits).
     Top(top::TopArgs),
@@ -63,7 +63,7 @@ fn main() -> ExitCode {
         Command::Shm(cmd) => shm_cmd::run(cmd),
         Command::Params(cmd) => params_cmd::run(cmd),
         Command::Pipeline(cmd) => pipeline_cmd::run_pipeline_cmd(cmd),
-        Command::Run(args) => pipeline_cmd::run(args),
+        Command::Run(args) => pipeline_cmd::run(*args),
         Command::Top(args) => top::run(args),
     };
     match result {

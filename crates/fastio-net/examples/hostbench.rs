@@ -222,7 +222,7 @@ operators:
 "
     );
     Definition::parse("hostbench.yaml", &yaml, &[])
-        .map_err(|d| format!("{}", d.first().map(|x| x.to_string()).unwrap_or_default()))
+        .map_err(|d| d.first().map(|x| x.to_string()).unwrap_or_default())
 }
 
 fn wait_for(link: &ZenohLink, want: usize) -> Result {

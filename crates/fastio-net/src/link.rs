@@ -537,7 +537,7 @@ impl ZenohLink {
             if !c.to.contains(&inner.here) {
                 continue;
             }
-            let (tx, rx) = bounded::<(ChunkHeader, ZBytes)>(2);
+            let (tx, rx) = bounded::<(ChunkHeader, ZBytes)>(1);
             let sub = session
                 .declare_subscriber(format!("{prefix}/entry/{}", p.plan.entries[c.entry].key))
                 .callback(move |s: Sample| {
@@ -749,25 +749,26 @@ fn send_entry(
     // An entry of one piece needs no wait: making room for it takes a
     // moment. A larger one waits until every reader has made room, so
     // that no reader blocks Zenoh's receiving thread for long.
-    let mut st = inner.lock();
-    while total > CHUNK_BYTES {
-        if let Some(gone) = readers.iter().find(|h| st.lost.contains(*h)) {
-            return Err(format!("host {gone} went away"));
+    if total > CHUNK_BYTES {
+        let mut st = inner.lock();
+        loop {
+            if let Some(gone) = readers.iter().find(|h| st.lost.contains(*h)) {
+                return Err(format!("host {gone} went away"));
+            }
+            let ready = st.ready.get(&entry);
+            if readers.iter().all(|h| ready.is_some_and(|r| r.contains(h))) {
+                break;
+            }
+            if stop.load(Ordering::Relaxed) {
+                return Err("the run stopped".into());
+            }
+            st = inner
+                .changed
+                .wait_timeout(st, Duration::from_millis(50))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
         }
-        let ready = st.ready.get(&entry);
-        if readers.iter().all(|h| ready.is_some_and(|r| r.contains(h))) {
-            break;
-        }
-        if stop.load(Ordering::Relaxed) {
-            return Err("the run stopped".into());
-        }
-        st = inner
-            .changed
-            .wait_timeout(st, Duration::from_millis(50))
-            .unwrap_or_else(|p| p.into_inner())
-            .0;
     }
-    drop(st);
     let mut offset = 0usize;
     while offset < total {
         if stop.load(Ordering::Relaxed) {
@@ -987,9 +988,7 @@ impl HostLink for ZenohLink {
         failure: Option<&(String, String)>,
         interrupted: &AtomicBool,
     ) -> Option<(String, String)> {
-        if self.session.is_none() {
-            return None;
-        }
+        self.session.as_ref()?;
         self.say(&Status::Done(failure.cloned()));
         let here = self.opts.host.clone();
         loop {

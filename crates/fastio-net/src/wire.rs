@@ -42,7 +42,7 @@ pub const FIXED_BYTES: usize = 48;
 /// Most dimensions an entry may have.
 pub const MAX_DIMS: usize = 32;
 /// Largest piece of an entry in one sample.
-pub const CHUNK_BYTES: usize = 4 << 20;
+pub const CHUNK_BYTES: usize = 1 << 20;
 
 /// Why a header or status line was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

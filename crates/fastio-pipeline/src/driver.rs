@@ -735,7 +735,7 @@ impl LocalDriver {
             }
         }
         late_lines(&rx, progress, &mut reports);
-        if let Some(l) = link.as_deref_mut() {
+        if let Some(l) = link {
             // Wait for the other hosts (they may still read what this
             // host sends) and take the first failure seen elsewhere.
             let elsewhere = l.finish(failure.as_ref(), interrupted);

@@ -1,0 +1,259 @@
+//! `cargo xtask bench hosts` (and a section of every `--report`): an entry
+//! moved between two hosts by `fastio-net`, beside Zenoh alone and a plain
+//! TCP copy of the same bytes on the same link, in the same run.
+//!
+//! The two hosts are network namespaces this bench makes, joined by one
+//! veth pair with addresses it assigns (10.78.0.1 and 10.78.0.2, inside
+//! those namespaces only), removed at the end. Each measurement runs
+//! `hostbench` (an example of `fastio-net`) on both: host a sends N bytes
+//! and host b answers (4 KiB back at 4 KiB: a round trip; 1 byte back
+//! otherwise: a one-way transfer and its acknowledgement). See
+//! `crates/fastio-net/examples/hostbench.rs` for what each side does.
+
+use std::process::{Command, Stdio};
+
+use crate::bench_peers::Peer;
+use crate::step::{Step, cargo};
+
+/// (label, bytes, bytes back, repetitions).
+const CASES: [(&str, usize, usize, usize); 4] = [
+    ("4 KiB", 4 << 10, 4 << 10, 200),
+    ("1 MiB", 1 << 20, 1, 50),
+    ("64 MiB", 64 << 20, 1, 10),
+    ("1 GiB", 1 << 30, 1, 3),
+];
+
+/// The transports: (name, column).
+const TRANSPORTS: [(&str, &str); 3] = [
+    ("tcp", "plain TCP"),
+    ("zraw", "Zenoh alone"),
+    ("zenoh", "fastio-net"),
+];
+
+struct Hosts {
+    a: String,
+    b: String,
+}
+
+fn ip(args: &[&str]) -> Result<(), String> {
+    let out = Command::new("ip")
+        .args(args)
+        .output()
+        .map_err(|e| format!("ip: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+impl Hosts {
+    fn new() -> Result<Hosts, String> {
+        let id = std::process::id();
+        let h = Hosts {
+            a: format!("fiobench{id}a"),
+            b: format!("fiobench{id}b"),
+        };
+        ip(&["netns", "add", &h.a]).map_err(|e| format!("{e} (the hosts bench needs root)"))?;
+        ip(&["netns", "add", &h.b])?;
+        ip(&[
+            "-n", &h.a, "link", "add", "eth0", "type", "veth", "peer", "name", "eth0", "netns",
+            &h.b,
+        ])?;
+        for (ns, addr) in [(&h.a, "10.78.0.1/24"), (&h.b, "10.78.0.2/24")] {
+            ip(&["-n", ns, "addr", "add", addr, "dev", "eth0"])?;
+            ip(&["-n", ns, "link", "set", "eth0", "up"])?;
+            ip(&["-n", ns, "link", "set", "lo", "up"])?;
+        }
+        Ok(h)
+    }
+}
+
+impl Drop for Hosts {
+    fn drop(&mut self) {
+        let _ = ip(&["netns", "del", &self.a]);
+        let _ = ip(&["netns", "del", &self.b]);
+    }
+}
+
+/// What one side printed.
+#[derive(Default)]
+struct Side {
+    times_ns: Vec<f64>,
+    anon_extra_kib: u64,
+}
+
+fn parse(out: &str) -> Side {
+    let mut s = Side::default();
+    for line in out.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        match w.as_slice() {
+            ["time_ns", _, ns] => s.times_ns.extend(ns.parse::<f64>().ok()),
+            ["anon_peak_kib", peak, "anon_base_kib", base] => {
+                let (p, b) = (peak.parse().unwrap_or(0u64), base.parse().unwrap_or(0u64));
+                s.anon_extra_kib = p.saturating_sub(b);
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
+fn median(v: &mut [f64]) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied()
+}
+
+/// One measurement: both sides, b first; what a and b printed.
+fn measure(
+    hosts: &Hosts,
+    exe: &std::path::Path,
+    transport: &str,
+    case: (usize, usize, usize),
+    port: u16,
+) -> Result<(Side, Side), String> {
+    let (bytes, back, reps) = case;
+    let (a_peer, b_peer) = match transport {
+        "tcp" => (format!("10.78.0.2:{port}"), format!("10.78.0.2:{port}")),
+        _ => (
+            format!("tcp/10.78.0.1:{port}"),
+            format!("tcp/10.78.0.1:{port}"),
+        ),
+    };
+    let side = |ns: &str, role: &str, peer: &str| {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns])
+            .arg(exe)
+            .args([transport, role])
+            .args(["--bytes", &bytes.to_string()])
+            .args(["--back", &back.to_string()])
+            .args(["--reps", &reps.to_string(), peer])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        c
+    };
+    let b = side(&hosts.b, "b", &b_peer)
+        .spawn()
+        .map_err(|e| format!("hostbench: {e}"))?;
+    let a = side(&hosts.a, "a", &a_peer)
+        .output()
+        .map_err(|e| format!("hostbench: {e}"))?;
+    let b = b
+        .wait_with_output()
+        .map_err(|e| format!("hostbench: {e}"))?;
+    for (who, o) in [("a", &a), ("b", &b)] {
+        if !o.status.success() {
+            return Err(format!(
+                "hostbench {transport} {who} ({bytes} bytes): {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ));
+        }
+    }
+    Ok((
+        parse(&String::from_utf8_lossy(&a.stdout)),
+        parse(&String::from_utf8_lossy(&b.stdout)),
+    ))
+}
+
+fn human(ns: f64) -> String {
+    crate::bench::human_time(ns)
+}
+
+/// Runs the bench and writes its section (markdown) to `out`.
+pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
+    Step::new(
+        "hostbench",
+        cargo([
+            "build",
+            "--release",
+            "-p",
+            "fastio-net",
+            "--example",
+            "hostbench",
+        ]),
+    )
+    .run()?;
+    let exe = crate::bench::target_dir().join("release/examples/hostbench");
+    let hosts = Hosts::new()?;
+    out.push_str(
+        "| entry | plain TCP | Zenoh alone | fastio-net | fastio-net vs TCP | goal | memory on a / b |\n|---|---|---|---|---|---|---|\n",
+    );
+    let mut port = 7600u16;
+    let mut notes = Vec::new();
+    for (label, bytes, back, reps) in CASES {
+        let mut medians = [None; 3];
+        let mut memory = String::from("-");
+        for (k, (transport, _)) in TRANSPORTS.iter().enumerate() {
+            // One Zenoh message of 1 GiB is past Zenoh's default limit.
+            if *transport == "zraw" && bytes >= 1 << 30 {
+                continue;
+            }
+            port += 1;
+            let (mut a, b) = measure(&hosts, &exe, transport, (bytes, back, reps), port)?;
+            medians[k] = median(&mut a.times_ns);
+            if *transport == "zenoh" {
+                let ratio =
+                    |extra_kib: u64| (bytes as f64 + extra_kib as f64 * 1024.0) / bytes as f64;
+                memory = if bytes >= 1 << 20 {
+                    format!(
+                        "×{:.2} / ×{:.2}",
+                        ratio(a.anon_extra_kib),
+                        ratio(b.anon_extra_kib)
+                    )
+                } else {
+                    // Zenoh's own buffers (about a MiB) dwarf a small entry.
+                    format!("+{} / +{} KiB", a.anon_extra_kib, b.anon_extra_kib)
+                };
+            }
+        }
+        let cell = |m: Option<f64>| m.map_or("-".to_owned(), human);
+        let (ratio, goal) = match (medians[0], medians[2]) {
+            (Some(tcp), Some(ours)) if bytes <= 4096 => {
+                let r = ours / tcp;
+                (
+                    format!("round trip ×{r:.2}"),
+                    format!("≤ ×2: {}", if r <= 2.0 { "met" } else { "**missed**" }),
+                )
+            }
+            (Some(tcp), Some(ours)) => {
+                let r = tcp / ours;
+                (
+                    format!("throughput ×{r:.2}"),
+                    format!("≥ ×0.9: {}", if r >= 0.9 { "met" } else { "**missed**" }),
+                )
+            }
+            _ => ("-".into(), "-".into()),
+        };
+        if let (Some(z), Some(ours)) = (medians[1], medians[2]) {
+            notes.push(format!(
+                "{label}: Zenoh alone takes {} of fastio-net's {}",
+                human(z),
+                human(ours)
+            ));
+        }
+        out.push_str(&format!(
+            "| {label} | {} | {} | {} | {ratio} | {goal} | {memory} |\n",
+            cell(medians[0]),
+            cell(medians[1]),
+            cell(medians[2]),
+        ));
+    }
+    out.push_str(&format!(
+        "\nMedians of each exchange (a sends, b answers: the same 4 KiB back at 4 KiB, \
+         1 byte otherwise). Joining is not timed. Memory is the entry once (in shared \
+         memory) plus the most anonymous memory the process used beyond its start \
+         (staging, Zenoh's buffers), sampled every millisecond; goal ≤ ×1.1 from 1 MiB on. {}.\n",
+        notes.join("; ")
+    ));
+    Ok(vec![Peer {
+        name: "zenoh (hosts)",
+        measured: true,
+        status: "plain TCP and Zenoh alone (crate zenoh 1.10, TCP only) measured beside \
+                 fastio-net on a veth pair between two namespaces"
+            .into(),
+    }])
+}
