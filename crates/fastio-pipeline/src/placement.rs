@@ -211,3 +211,107 @@ pub(crate) fn check(
         .collect();
     Some(Placement { hosts, host_of })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Definition;
+
+    const OPS: &str = "\
+operators:
+- name: gen
+  container: {command: [g]}
+  output: [{name: v, type: array, element-type: float32, shape: [4]}]
+- name: Infer
+  container: {command: [i]}
+  input: [{from: gen, name: v, type: array, element-type: float32, shape: [4]}]
+  output: [{name: w, type: array, element-type: float32, shape: [-1]}]
+- name: show
+  container: {command: [s]}
+  input:
+  - {from: gen, name: v, type: array, element-type: float32, shape: [4]}
+  - {from: Infer, name: w, type: array, element-type: float32, shape: [-1]}
+";
+
+    fn parse(placement: &str) -> Result<Definition, Vec<crate::Diagnostic>> {
+        let yaml = format!("api-version: 0.5.0\nname: p\n{placement}{OPS}");
+        Definition::parse("p.yaml", &yaml, &[])
+    }
+
+    #[test]
+    fn operators_go_to_their_hosts_and_crossings_carry_their_bytes() {
+        let def = parse("placement:\n  default: scanner\n  hosts:\n    gpu: [infer]\n").unwrap();
+        let p = &def.pipeline.placement;
+        assert_eq!(p.hosts, ["gpu", "scanner"]);
+        assert_eq!(p.host_of, [1, 0, 1]);
+        assert_eq!(p.host_name(1), "gpu");
+        let c = p.crossings(&def.pipeline.plan);
+        // gen/v goes to gpu (16 bytes); Infer/w comes back (dynamic);
+        // gen/v to show stays on the scanner.
+        assert_eq!(c.len(), 2);
+        assert_eq!(
+            (c[0].from, c[0].to.as_slice(), c[0].bytes),
+            (1, &[0][..], Some(16))
+        );
+        assert_eq!(
+            (c[1].from, c[1].to.as_slice(), c[1].bytes),
+            (0, &[1][..], None)
+        );
+        // Without a section, one host, nothing crosses.
+        let one = parse("").unwrap();
+        assert!(!one.pipeline.placement.is_distributed());
+        assert_eq!(one.pipeline.placement.hosts, [DEFAULT_HOST]);
+        assert!(
+            one.pipeline
+                .placement
+                .crossings(&one.pipeline.plan)
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn bad_placements_are_errors_with_their_place() {
+        let cases = [
+            (
+                "placement:\n  hosts:\n    gpu: [infer, nope]\n",
+                "no operator is named \"nope\"",
+                5,
+            ),
+            (
+                "placement:\n  hosts:\n    gpu: [infer]\n    cpu: [show, INFER]\n",
+                "is already placed on host \"cpu\"",
+                5,
+            ),
+            (
+                "placement:\n  hosts:\n    GPU: [infer]\n",
+                "host name \"GPU\" must be",
+                5,
+            ),
+            (
+                "placement:\n  default: a b\n",
+                "host name \"a b\" must be",
+                4,
+            ),
+            ("placement:\n  hots: {}\n", "unknown field", 4),
+        ];
+        for (section, message, line) in cases {
+            let errors = parse(section).unwrap_err();
+            let e = errors
+                .iter()
+                .find(|d| d.message.contains(message))
+                .unwrap_or_else(|| panic!("{section}: {errors:?}"));
+            assert_eq!(e.line, line, "{section}: {e}");
+        }
+        // Streams cannot be spread over hosts yet: said, not ignored.
+        let yaml = format!(
+            "api-version: 0.5.0\nname: p\nstreaming: {{frames: 3, max-shape: {{infer/w: [8]}}}}\nplacement:\n  hosts:\n    gpu: [infer]\n{OPS}"
+        );
+        let errors = Definition::parse("p.yaml", &yaml, &[]).unwrap_err();
+        assert!(
+            errors
+                .iter()
+                .any(|d| d.message.contains("streaming pipeline cannot be placed")),
+            "{errors:?}"
+        );
+    }
+}
