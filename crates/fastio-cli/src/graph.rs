@@ -4,7 +4,8 @@
 //! labelled with its name, type, and bytes (static) or "dynamic"; inputs
 //! from the payload and file outputs (`type: stream`) are folders. With a
 //! run's report (`fastio run --report json`), edges carry what the run
-//! measured: bytes published and when.
+//! measured: bytes published and when. A pipeline placed on several hosts
+//! draws a box per host, and the edges that cross hosts bold.
 
 use fastio::plan::{EntryKind, EntryPlan};
 use fastio_pipeline::{Definition, IoType, Pipeline};
@@ -120,12 +121,34 @@ pub(crate) fn plan_dot(def: &Definition, measured: &[(String, Measured)]) -> Str
         "digraph {} {{\n  rankdir=LR;\n  node [shape=box, style=\"rounded,filled\", fillcolor=\"#eef3fb\", fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\", fontsize=10];\n",
         quote(&p.name)
     );
-    for op in &p.operators {
-        out.push_str(&format!(
-            "  {} [label={}];\n",
-            quote(&format!("op:{}", op.name)),
-            quote(&op.name)
-        ));
+    let pl = &p.placement;
+    if pl.is_distributed() {
+        // One box per host; edges that cross hosts are bold.
+        for (h, host) in pl.hosts.iter().enumerate() {
+            out.push_str(&format!(
+                "  subgraph {} {{\n    label={};\n    style=\"rounded,dashed\";\n",
+                quote(&format!("cluster_host_{host}")),
+                quote(&format!("host {host}"))
+            ));
+            for (i, op) in p.operators.iter().enumerate() {
+                if pl.host_of[i] == h {
+                    out.push_str(&format!(
+                        "    {} [label={}];\n",
+                        quote(&format!("op:{}", op.name)),
+                        quote(&op.name)
+                    ));
+                }
+            }
+            out.push_str("  }\n");
+        }
+    } else {
+        for op in &p.operators {
+            out.push_str(&format!(
+                "  {} [label={}];\n",
+                quote(&format!("op:{}", op.name)),
+                quote(&op.name)
+            ));
+        }
     }
     let payload = p
         .operators
@@ -151,7 +174,24 @@ pub(crate) fn plan_dot(def: &Definition, measured: &[(String, Measured)]) -> Str
         }
         for &c in &e.consumers {
             let to = quote(&format!("op:{}", p.operators[c].name));
-            out.push_str(&format!("  {from} -> {to} [label={}];\n", quote(&label)));
+            let crosses = pl.host_of[c] != pl.host_of[e.producer];
+            out.push_str(&format!(
+                "  {from} -> {to} [label={}{}];\n",
+                quote(&if crosses {
+                    format!(
+                        "{label}\ncrosses: {} -> {}",
+                        pl.host_name(e.producer),
+                        pl.host_name(c)
+                    )
+                } else {
+                    label.clone()
+                }),
+                if crosses {
+                    ", penwidth=2.5, color=\"#c0392b\""
+                } else {
+                    ""
+                }
+            ));
         }
     }
     for op in &p.operators {
@@ -184,10 +224,17 @@ pub(crate) fn plan_dot(def: &Definition, measured: &[(String, Measured)]) -> Str
     out
 }
 
-/// The plan as JSON: operators, entries (with producer, consumers, type,
-/// bytes), the schedule or the streams.
+/// The plan as JSON: hosts, operators (with their host), entries (with
+/// producer, consumers, type, bytes, the hosts they cross to), the
+/// schedule or the streams.
 pub(crate) fn plan_json(def: &Definition) -> Value {
     let p = &def.pipeline;
+    let crossing: std::collections::BTreeMap<usize, Vec<usize>> = p
+        .placement
+        .crossings(&p.plan)
+        .into_iter()
+        .map(|c| (c.entry, c.to))
+        .collect();
     let entries: Vec<Value> = p
         .plan
         .entries
@@ -213,14 +260,17 @@ pub(crate) fn plan_json(def: &Definition) -> Value {
                 "producer": p.operators[e.producer].name,
                 "consumers": e.consumers.iter().map(|&c| p.operators[c].name.clone()).collect::<Vec<_>>(),
                 "stream": stream,
+                "crosses_to": crossing.get(&i).map(|to| to.iter().map(|&h| p.placement.hosts[h].clone()).collect::<Vec<_>>()),
             })
         })
         .collect();
     json!({
         "pipeline": p.name,
         "api_version": p.api_version,
-        "operators": p.operators.iter().map(|o| json!({
+        "hosts": p.placement.hosts,
+        "operators": p.operators.iter().enumerate().map(|(i, o)| json!({
             "name": o.name,
+            "host": p.placement.host_name(i),
             "command": o.command,
             "inputs": o.inputs.iter().map(|i| match i.from {
                 Some(f) => format!("{}/{}", p.operators[f].name, i.name.clone().unwrap_or_default()),

@@ -162,3 +162,44 @@ fn a_run_report_draws_measured_bytes_and_times_onto_the_edges() {
     assert!(String::from_utf8_lossy(&bad.stderr).contains("--format \"png\""));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_placed_pipeline_draws_its_hosts_and_what_crosses() {
+    let two = root().join("examples/pipelines/volume/two-hosts.yaml");
+    let dot = plan(&[two.to_str().unwrap(), "--format", "dot"]);
+    assert!(dot.contains("subgraph \"cluster_host_gpu\""), "{dot}");
+    assert!(dot.contains("subgraph \"cluster_host_scanner\""), "{dot}");
+    // Only crop -> infer crosses, and it is drawn so.
+    assert_eq!(dot.matches("penwidth=2.5").count(), 1, "{dot}");
+    assert!(dot.contains("crosses: scanner -> gpu"), "{dot}");
+    if let Some(svg) = render(&dot) {
+        assert!(svg.contains("host gpu") && svg.contains("host scanner"));
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&plan(&[two.to_str().unwrap(), "--format", "json"])).unwrap();
+    assert_eq!(json["hosts"], serde_json::json!(["gpu", "scanner"]));
+    let host_of = |name: &str| {
+        json["operators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == name)
+            .map(|o| o["host"].as_str().unwrap().to_owned())
+    };
+    assert_eq!(host_of("crop").as_deref(), Some("scanner"));
+    assert_eq!(host_of("infer").as_deref(), Some("gpu"));
+    let crossing: Vec<&serde_json::Value> = json["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| !e["crosses_to"].is_null())
+        .collect();
+    assert_eq!(crossing.len(), 1);
+    assert_eq!(crossing[0]["name"], "crop/cropped");
+    assert_eq!(crossing[0]["crosses_to"], serde_json::json!(["gpu"]));
+    let text = plan(&[two.to_str().unwrap()]);
+    assert!(
+        text.contains("crop/cropped  scanner -> gpu  dynamic"),
+        "{text}"
+    );
+}
