@@ -562,11 +562,21 @@ fn a_producer_host_killed_mid_transfer_fails_every_host_with_its_name() {
         let a = hosts.start(0, &run_args(&file, "a", hosts.net_args(0, port), &[]));
         let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, port), &[]));
         let pid = hosts.pid(a);
-        // Once the producer runs (every host has joined), filling 1 GiB
-        // takes a while and the transfer follows it: kill the producer's
-        // driver at a random point in that span.
-        operator_of(pid);
-        sleep_ms(rng.below(3000));
+        // Round 0 kills while the producer fills its 1 GiB (every host
+        // has joined); round 1 once it has exited, while the entry is on
+        // its way (seconds, for the debug-built driver): at a random point
+        // of each span.
+        let op = operator_of(pid);
+        if round == 1 {
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while std::fs::read_to_string(format!("/proc/{op}/stat"))
+                .is_ok_and(|s| !s.contains(") Z "))
+            {
+                assert!(Instant::now() < deadline, "the producer never ended");
+                sleep_ms(5);
+            }
+        }
+        sleep_ms(rng.below(300));
         let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
         let t = Instant::now();
         let rb = hosts.wait(b);
@@ -581,6 +591,12 @@ fn a_producer_host_killed_mid_transfer_fails_every_host_with_its_name() {
             rb.stderr
         );
         assert!(rb.checksum("v").is_none(), "no half entry was consumed");
+        let what = if round == 0 {
+            "while src was running"
+        } else {
+            "src/v"
+        };
+        assert!(rb.stderr.contains(what), "round {round}: {}", rb.stderr);
         assert!(
             t.elapsed() < Duration::from_secs(30),
             "b took {:?}",

@@ -253,6 +253,7 @@ fn zenoh(a: &Args) -> Result {
     let stop = AtomicBool::new(false);
     for rep in 0..a.reps {
         let mut o = NetOptions::new(&a.role);
+        o.config_file = std::env::var_os("HOSTBENCH_ZENOH_CONFIG").map(Into::into);
         o.run_id = format!("r{rep}");
         if a.role == "a" {
             o.listen = vec![a.peer.clone()];

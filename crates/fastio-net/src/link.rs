@@ -149,6 +149,8 @@ struct State {
     joined: BTreeSet<String>,
     /// Operators (by `host/op`) whose token is there now.
     running: BTreeSet<String>,
+    /// Operators (by `host/op`) whose token was ever there.
+    started: BTreeSet<String>,
     /// Hosts that ended their part, with the failure they saw.
     done: BTreeMap<String, Option<(String, String)>>,
     /// Remote operators that said they succeeded.
@@ -335,11 +337,13 @@ impl Inner {
         let p = &self.pipeline;
         let gone = "the host is gone (its driver died or the link to it was cut)";
         let on_host = |i: usize| p.placement.host_name(i) == host;
+        // Started and never said how it ended: it was running (its token
+        // may have vanished with its host's, in any order).
         let running = (0..p.operators.len()).find(|&i| {
             on_host(i)
                 && !st.finished.contains(&i)
                 && st
-                    .running
+                    .started
                     .contains(&format!("{host}/{}", p.operators[i].name))
         });
         if let Some(i) = running {
@@ -378,7 +382,10 @@ impl Inner {
     fn on_op_token(&self, key: &str, kind: SampleKind) {
         let mut st = self.lock();
         match kind {
-            SampleKind::Put => st.running.insert(key.to_owned()),
+            SampleKind::Put => {
+                st.started.insert(key.to_owned());
+                st.running.insert(key.to_owned())
+            }
             SampleKind::Delete => st.running.remove(key),
         };
     }
