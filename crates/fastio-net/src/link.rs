@@ -577,34 +577,24 @@ impl ZenohLink {
             self.workers.push(std::thread::spawn(move || worker.run()));
         }
         // 3. Liveliness: hosts and operators (with what is there already).
-        let i3 = inner.clone();
-        let host_prefix = format!("{prefix}/host/");
-        let sub = session
-            .liveliness()
-            .declare_subscriber(format!("{prefix}/host/*"))
-            .history(true)
-            .callback(move |s: Sample| {
-                if let Some(h) = s.key_expr().as_str().strip_prefix(&host_prefix) {
-                    i3.on_host_token(h, s.kind());
-                }
-            })
-            .wait()
-            .map_err(|e| format!("zenoh: {e}"))?;
-        self.subscribers.push(sub);
-        let i4 = inner.clone();
-        let op_prefix = format!("{prefix}/op/");
-        let sub = session
-            .liveliness()
-            .declare_subscriber(format!("{prefix}/op/**"))
-            .history(true)
-            .callback(move |s: Sample| {
-                if let Some(k) = s.key_expr().as_str().strip_prefix(&op_prefix) {
-                    i4.on_op_token(k, s.kind());
-                }
-            })
-            .wait()
-            .map_err(|e| format!("zenoh: {e}"))?;
-        self.subscribers.push(sub);
+        let watch: [(&str, fn(&Inner, &str, SampleKind)); 2] =
+            [("host", Inner::on_host_token), ("op", Inner::on_op_token)];
+        for (kind, on) in watch {
+            let i3 = inner.clone();
+            let under = format!("{prefix}/{kind}/");
+            let sub = session
+                .liveliness()
+                .declare_subscriber(format!("{under}**"))
+                .history(true)
+                .callback(move |s: Sample| {
+                    if let Some(k) = s.key_expr().as_str().strip_prefix(&under) {
+                        on(&i3, k, s.kind());
+                    }
+                })
+                .wait()
+                .map_err(|e| format!("zenoh: {e}"))?;
+            self.subscribers.push(sub);
+        }
         // 4. Our own token, last.
         let token = session
             .liveliness()

@@ -484,24 +484,14 @@ impl LocalDriver {
 
     /// Runs the pipeline; `progress` sees starts, output lines and ends.
     pub fn run(&self, mut progress: impl FnMut(Progress)) -> Result<RunReport, DriverError> {
-        let t0 = Instant::now();
-        let interrupted = Arc::new(AtomicBool::new(false));
-        let mut sig_ids = Vec::new();
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            sig_ids.push(
-                signal_hook::flag::register(sig, interrupted.clone())
-                    .map_err(DriverError::Signal)?,
-            );
-        }
-        let result = if self.pipeline.plan.streaming.is_some() {
-            self.run_streaming(&mut progress, &interrupted, t0)
-        } else {
-            self.run_inner(&mut progress, &interrupted, t0, None)
-        };
-        for id in sig_ids {
-            signal_hook::low_level::unregister(id);
-        }
-        result
+        with_signals(|interrupted| {
+            let t0 = Instant::now();
+            if self.pipeline.plan.streaming.is_some() {
+                self.run_streaming(&mut progress, interrupted, t0)
+            } else {
+                self.run_inner(&mut progress, interrupted, t0, None)
+            }
+        })
     }
 
     /// Runs this host's part of a pipeline placed on several hosts: the
@@ -524,20 +514,9 @@ impl LocalDriver {
                 hosts: placement.hosts.clone(),
             });
         }
-        let t0 = Instant::now();
-        let interrupted = Arc::new(AtomicBool::new(false));
-        let mut sig_ids = Vec::new();
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-            sig_ids.push(
-                signal_hook::flag::register(sig, interrupted.clone())
-                    .map_err(DriverError::Signal)?,
-            );
-        }
-        let result = self.run_inner(&mut progress, &interrupted, t0, Some(link));
-        for id in sig_ids {
-            signal_hook::low_level::unregister(id);
-        }
-        result
+        with_signals(|interrupted| {
+            self.run_inner(&mut progress, interrupted, Instant::now(), Some(link))
+        })
     }
 
     fn run_inner(
@@ -893,6 +872,31 @@ impl LocalDriver {
             })
             .collect()
     }
+}
+
+/// Runs `f` with SIGINT and SIGTERM setting the flag it is given (the run
+/// then stops every operator), and the handlers removed afterwards.
+fn with_signals(
+    f: impl FnOnce(&AtomicBool) -> Result<RunReport, DriverError>,
+) -> Result<RunReport, DriverError> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let mut sig_ids = Vec::new();
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        match signal_hook::flag::register(sig, interrupted.clone()) {
+            Ok(id) => sig_ids.push(id),
+            Err(e) => {
+                for id in sig_ids {
+                    signal_hook::low_level::unregister(id);
+                }
+                return Err(DriverError::Signal(e));
+            }
+        }
+    }
+    let result = f(&interrupted);
+    for id in sig_ids {
+        signal_hook::low_level::unregister(id);
+    }
+    result
 }
 
 /// Applies what the link says happened elsewhere to the run's state.
