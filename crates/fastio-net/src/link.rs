@@ -144,6 +144,10 @@ pub fn valid_run_id(s: &str) -> bool {
     fastio_pipeline::placement::valid_host_name(s)
 }
 
+/// What a liveliness subscriber calls with a token's key (after the kind's
+/// prefix) and whether it appeared or vanished.
+type TokenHandler = fn(&Inner, &str, SampleKind);
+
 /// What the Zenoh callbacks and the driver's side share.
 #[derive(Default)]
 struct State {
@@ -577,7 +581,7 @@ impl ZenohLink {
             self.workers.push(std::thread::spawn(move || worker.run()));
         }
         // 3. Liveliness: hosts and operators (with what is there already).
-        let watch: [(&str, fn(&Inner, &str, SampleKind)); 2] =
+        let watch: [(&str, TokenHandler); 2] =
             [("host", Inner::on_host_token), ("op", Inner::on_op_token)];
         for (kind, on) in watch {
             let i3 = inner.clone();
