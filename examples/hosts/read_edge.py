@@ -21,8 +21,8 @@ The header of each piece is the sample's attachment (docs/hosts.md):
     40  8   transfer id
     48  8n  the shape
 
-The first piece of a sending is its announcement (offset 0, no bytes); the
-bytes follow in order. ``numpy.frombuffer(data, dtype=element).reshape(shape)``
+The first piece of a sending is its announcement (offset 0): with all the
+bytes of a one-piece entry, or none, the bytes then following in order. ``numpy.frombuffer(data, dtype=element).reshape(shape)``
 turns an entry into an array (bfloat16 aside, the names are numpy's).
 """
 
@@ -89,7 +89,7 @@ def main() -> int:
         )
         entry = str(sample.key_expr).split("/entry/", 1)[1]
         payload = sample.payload.to_bytes()
-        if offset == 0 and not payload:
+        if offset == 0:
             partial[entry] = (transfer, bytearray(total), 0)  # the announcement
         if entry not in partial or partial[entry][0] != transfer:
             continue

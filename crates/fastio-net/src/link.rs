@@ -746,15 +746,30 @@ fn send_entry(
         offset: offset as u64,
         transfer,
     };
+    let piece = |start: usize, end: usize| {
+        ZBytes::from(bytes::Bytes::from_owner(Piece {
+            map: map.clone(),
+            start,
+            end,
+        }))
+    };
+    if total <= CHUNK_BYTES {
+        // One piece: the announcement carries the bytes (making room for
+        // them takes a moment).
+        return publisher
+            .put(piece(0, total))
+            .attachment(header(0).encode())
+            .wait()
+            .map_err(|x| x.to_string());
+    }
     publisher
         .put(ZBytes::new())
         .attachment(header(0).encode())
         .wait()
         .map_err(|x| x.to_string())?;
-    // An entry of one piece needs no wait: making room for it takes a
-    // moment. A larger one waits until every reader has made room, so
-    // that no reader blocks Zenoh's receiving thread for long.
-    if total > CHUNK_BYTES {
+    // A larger entry waits until every reader has made room, so that no
+    // reader blocks Zenoh's receiving thread for long.
+    {
         let mut st = inner.lock();
         loop {
             if let Some(gone) = readers.iter().find(|h| st.lost.contains(*h)) {
@@ -780,13 +795,8 @@ fn send_entry(
             return Err("the run stopped".into());
         }
         let end = (offset + CHUNK_BYTES).min(total);
-        let piece = bytes::Bytes::from_owner(Piece {
-            map: map.clone(),
-            start: offset,
-            end,
-        });
         publisher
-            .put(ZBytes::from(piece))
+            .put(piece(offset, end))
             .attachment(header(offset).encode())
             .wait()
             .map_err(|x| x.to_string())?;
@@ -841,9 +851,10 @@ impl Importer {
         let Some((first, payload)) = self.next()? else {
             return Ok(());
         };
-        if first.offset != 0 || !payload.is_empty() {
+        // The announcement: offset 0, and no bytes, or all of them.
+        if first.offset != 0 || !(payload.is_empty() || payload.len() as u64 == first.total) {
             return Err(format!(
-                "a sending starts with its announcement (offset 0, no bytes), not {} bytes at {}",
+                "a sending starts with its announcement (offset 0, no bytes or all), not {} bytes at {}",
                 payload.len(),
                 first.offset
             ));

@@ -5,12 +5,13 @@
 //!
 //! An entry is sent as pieces of at most [`CHUNK_BYTES`] bytes (Zenoh's
 //! default limit on one message is 1 GiB, and a piece also bounds what
-//! either side stages). The first piece of a sending is an announcement:
-//! offset 0 and no bytes. Each consuming host then makes room for the
-//! entry; for an entry of more than one piece it says [`Status::Ready`],
-//! and the pieces with the bytes follow only when every reader has (making
-//! room for gigabytes takes seconds; no reader blocks Zenoh's receiving
-//! thread that long); a one-piece entry follows at once. In order. Each
+//! either side stages). The first piece of a sending is its announcement,
+//! at offset 0. An entry of one piece is announced with all its bytes. A
+//! larger one is announced with no bytes; each consuming host then makes
+//! room for it and says [`Status::Ready`], and the pieces with the bytes
+//! follow, in order, only when every reader has (making room for
+//! gigabytes takes seconds; no reader blocks Zenoh's receiving thread that
+//! long). Each
 //! piece is one Zenoh sample: its payload is the bytes, its attachment
 //! the [`ChunkHeader`] (little-endian):
 //!
