@@ -143,8 +143,11 @@ fn top_in_a_terminal_shows_a_running_stream_live_and_quits_on_q() {
                 l.contains("│camera") || l.trim_start_matches(['│', ' ']).starts_with("camera ")
             })
             .and_then(|l| {
+                // operator, pid, then the numbers: the largest whole one is
+                // frames out (the pid, which may be larger, is skipped).
                 l.split(['│', ' '])
                     .filter(|w| !w.is_empty())
+                    .skip(2)
                     .filter_map(|w| w.parse::<u64>().ok())
                     .max()
             })
