@@ -508,23 +508,23 @@ impl ZenohLink {
             .map_err(|e| format!("zenoh: cannot open a session: {e}"))?;
         // 1. Publishers: status, and each entry produced here that another
         //    host reads.
-        let status = session
-            .declare_publisher(format!("{prefix}/status/{here_name}"))
-            .congestion_control(CongestionControl::Block)
-            .express(true)
-            .wait()
-            .map_err(|e| format!("zenoh: {e}"))?;
-        self.status = Some(Arc::new(status));
+        // Every publisher of ours: reliable, blocking when the link is
+        // full (back-pressure, never a dropped piece), sent at once.
+        let publisher = |key: String| {
+            session
+                .declare_publisher(key)
+                .congestion_control(CongestionControl::Block)
+                .express(true)
+                .wait()
+                .map(Arc::new)
+                .map_err(|e| format!("zenoh: {e}"))
+        };
+        self.status = Some(publisher(format!("{prefix}/status/{here_name}"))?);
         for c in p.placement.crossings(&p.plan) {
             if c.from == inner.here {
                 let key = &p.plan.entries[c.entry].key;
-                let publisher = session
-                    .declare_publisher(format!("{prefix}/entry/{key}"))
-                    .congestion_control(CongestionControl::Block)
-                    .express(true)
-                    .wait()
-                    .map_err(|e| format!("zenoh: {e}"))?;
-                self.entry_pubs.insert(c.entry, Arc::new(publisher));
+                let entry = publisher(format!("{prefix}/entry/{key}"))?;
+                self.entry_pubs.insert(c.entry, entry);
             }
         }
         // 2. Subscribers: every host's status, and each entry read here

@@ -913,11 +913,10 @@ fn remote_event(
     stopping: &mut bool,
 ) {
     match event {
-        LinkEvent::RemoteSucceeded { op, bytes } => {
+        LinkEvent::RemoteSucceeded { op, .. } => {
             if op < done.len() {
                 done[op] = true;
                 remote_ok[op] = true;
-                let _ = bytes;
                 for (_, e) in &plan.operators[op].outputs {
                     edges[*e].published_after.get_or_insert(t0.elapsed());
                 }
