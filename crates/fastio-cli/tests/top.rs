@@ -12,6 +12,16 @@ use common::{example, fastio, hold};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The tests of this file one at a time: the live `fastio top` of one
+/// opens every context it shows on each refresh, and a context open
+/// anywhere is one `fastio shm gc` must (and does) leave alone, so it
+/// would race the other test's collection of a dead owner's context.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn tmux(args: &[&str]) -> std::process::Output {
     Command::new("tmux").args(args).output().expect("run tmux")
 }
@@ -54,6 +64,7 @@ impl Drop for Session {
 
 #[test]
 fn top_in_a_terminal_shows_a_running_stream_live_and_quits_on_q() {
+    let _serial = one_at_a_time();
     if !tmux_present() {
         return;
     }
@@ -199,6 +210,7 @@ fn top_once() -> String {
 
 #[test]
 fn top_marks_a_dead_owner_and_a_non_context_and_gc_cleans_the_dead() {
+    let _serial = one_at_a_time();
     // A named context whose owner is SIGKILLed: it stays in /dev/shm.
     // Its own prefix: no other context's creation collects it first.
     let prefix = format!("fastiotop{}", std::process::id());
