@@ -867,3 +867,169 @@ fn the_volume_demo_runs_on_two_hosts_as_the_readme_says() {
     let png = std::fs::read(out.join("render/image/mip.png")).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
 }
+
+fn streamop() -> String {
+    example("fio-streamop").display().to_string()
+}
+
+/// A streaming pipeline over two hosts: `camera` (on a) → `stage` (on b,
+/// `slow_us` per frame) → `sink` (on a, with every camera frame too), and
+/// `watch` (on b) reading the camera beside `stage`: the camera's stream
+/// crosses to b once for two consumers, the stage's comes back. Frames
+/// change shape (rows) from one to the next; every word is checked. With
+/// `frames`, the sources stop after that many and the sinks exit 5 unless
+/// exactly that many arrived, in order; else they run for 90 s.
+fn stream_yaml(dir: &Path, name: &str, frames: Option<u64>, slow_us: u64) -> PathBuf {
+    let array = "type: array, element-type: uint32, shape: [-1, 64]";
+    let o = streamop();
+    let (limit, vars) = match frames {
+        Some(n) => (
+            format!("frames: {n}"),
+            format!(", variables: {{EXPECT_FRAMES: '{n}'}}"),
+        ),
+        None => ("duration: 90".to_owned(), String::new()),
+    };
+    let yaml = format!(
+        "api-version: 0.5.0\nname: {name}\nplacement:\n  default: a\n  hosts:\n    b: [stage, watch]\noperators:\n\
+         - name: camera\n  container: {{image: t, command: [{o}, source, v]}}\n  output: [{{name: v, {array}}}]\n\
+         - name: stage\n  container: {{image: t, command: [{o}, stage, v, w], variables: {{SLOW_US: '{slow_us}'}}}}\n  input: [{{from: camera, name: v, {array}}}]\n  output: [{{name: w, {array}}}]\n\
+         - name: sink\n  container: {{image: t, command: [{o}, sink, w, v]{vars}}}\n  input:\n  - {{from: stage, name: w, {array}}}\n  - {{from: camera, name: v, {array}}}\n\
+         - name: watch\n  container: {{image: t, command: [{o}, sink, v]{vars}}}\n  input: [{{from: camera, name: v, {array}}}]\n\
+         streaming:\n  {limit}\n  depth: 2\n  max-shape:\n    camera/v: [8, 64]\n    stage/w: [8, 64]\n"
+    );
+    write(dir, &format!("{name}.yaml"), &yaml)
+}
+
+/// The median step time (ms) of operator `op` in a run's frame table.
+fn step_p50_ms(stdout: &str, op: &str) -> f64 {
+    stdout
+        .lines()
+        .filter(|l| l.split_whitespace().next() == Some(op))
+        .find_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.get(5)?.strip_suffix("ms")?.parse().ok()
+        })
+        .unwrap_or_else(|| panic!("no frame row for {op}:\n{stdout}"))
+}
+
+#[test]
+fn a_stream_crosses_two_hosts_and_back_in_order_with_back_pressure() {
+    let Some(mut hosts) = Hosts::new("str", 2) else {
+        return;
+    };
+    let frames = 150;
+    let slow_us = 10_000;
+    let file = stream_yaml(&hosts.dir, "streams", Some(frames), slow_us);
+    let a = hosts.start(0, &run_args(&file, "a", hosts.net_args(0, 7447), &[]));
+    let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, 7447), &[]));
+    let ra = hosts.wait(a);
+    let rb = hosts.wait(b);
+    assert_ok("host a", &ra);
+    assert_ok("host b", &rb);
+    // Every frame, in order, each word checked (EXPECT_FRAMES: exactly
+    // that many, in order), on both hosts.
+    assert!(
+        ra.stdout.contains(&format!("[sink] sink: {frames} frames")),
+        "{}",
+        ra.stdout
+    );
+    for who in ["stage", "watch"] {
+        let want = format!(
+            "[{who}] {}: {frames} frames",
+            if who == "stage" { "stage" } else { "sink" }
+        );
+        assert!(rb.stdout.contains(&want), "{want}:\n{}", rb.stdout);
+    }
+    // Back-pressure across the link: the camera (no pause of its own)
+    // waits for the slow stage on the other host, frame after frame.
+    let camera = step_p50_ms(&ra.stdout, "camera");
+    assert!(
+        camera >= 0.5 * slow_us as f64 / 1000.0,
+        "the camera's median step is {camera} ms; the stage takes {} ms a frame:\n{}",
+        slow_us / 1000,
+        ra.stdout
+    );
+}
+
+#[test]
+fn a_stream_across_hosts_fails_everywhere_when_a_host_dies_an_operator_is_killed_or_the_link_is_cut()
+ {
+    let Some(mut hosts) = Hosts::new("sfl", 2) else {
+        return;
+    };
+    let file = stream_yaml(&hosts.dir, "sfail", None, 5_000);
+    let mut rng = Rng(0x57ea_4001);
+    for (round, what) in ["driver", "operator", "link"].into_iter().enumerate() {
+        let port = 7460 + round as u16;
+        let run_id = format!("r{round}");
+        let extra = ["--run-id", run_id.as_str()];
+        let a = hosts.start(0, &run_args(&file, "a", hosts.net_args(0, port), &extra));
+        let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, port), &extra));
+        let (pa, pb) = (hosts.pid(a), hosts.pid(b));
+        // Frames flow once the stage runs; then a random point of 2 s.
+        let stage = operator_of(pb);
+        sleep_ms(500 + rng.below(2000));
+        let t = Instant::now();
+        match what {
+            "driver" => {
+                let _ = Command::new("kill").args(["-9", &pa.to_string()]).status();
+            }
+            "operator" => {
+                let _ = Command::new("kill").args(["-9", &stage]).status();
+            }
+            _ => hosts.cut(0),
+        }
+        let rb = hosts.wait(b);
+        let ra = hosts.wait(a);
+        assert!(
+            t.elapsed() < Duration::from_secs(40),
+            "{what}: took {:?}",
+            t.elapsed()
+        );
+        assert_clean("host a", &ra);
+        assert_clean("host b", &rb);
+        match what {
+            "driver" => {
+                assert_eq!(ra.rc, 137, "a was killed: {}", ra.stderr);
+                assert_eq!(rb.rc, 1, "{}\n{}", rb.stdout, rb.stderr);
+                assert!(
+                    rb.stderr
+                        .contains("operator camera on host a: the host is gone")
+                        && rb.stderr.contains("while camera was running"),
+                    "b names the host and the operator: {}",
+                    rb.stderr
+                );
+            }
+            "operator" => {
+                for (h, r) in [("a", &ra), ("b", &rb)] {
+                    assert_eq!(r.rc, 1, "host {h}: {}\n{}", r.stdout, r.stderr);
+                    assert!(
+                        r.stderr.contains("operator stage")
+                            && r.stderr.contains("killed by signal 9"),
+                        "host {h} names the operator: {}",
+                        r.stderr
+                    );
+                }
+                assert!(ra.stderr.contains("stage on host b"), "{}", ra.stderr);
+            }
+            _ => {
+                for (h, other, r) in [("a", "b", &ra), ("b", "a", &rb)] {
+                    assert_eq!(r.rc, 1, "host {h}: {}\n{}", r.stdout, r.stderr);
+                    assert!(
+                        r.stderr.contains(&format!("host {other}")),
+                        "host {h} names host {other}: {}",
+                        r.stderr
+                    );
+                }
+            }
+        }
+        // No consumer took a failure for the end of its stream.
+        for (h, r) in [("a", &ra), ("b", &rb)] {
+            assert!(
+                !r.stdout.contains("sink: ") || r.rc != 0,
+                "host {h}: {}",
+                r.stdout
+            );
+        }
+    }
+}

@@ -25,6 +25,8 @@
 
 #[cfg(feature = "zenoh")]
 mod link;
+#[cfg(feature = "zenoh")]
+mod streams;
 pub mod wire;
 
 #[cfg(feature = "zenoh")]

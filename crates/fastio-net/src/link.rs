@@ -22,7 +22,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, bounded, unbounded};
+use crossbeam_channel::{Receiver, Sender, TrySendError, bounded, unbounded};
 use fastio::Context;
 use fastio::plan::EntryKind;
 use fastio_pipeline::{HostLink, LinkEvent, Pipeline};
@@ -34,7 +34,8 @@ use zenoh::qos::CongestionControl;
 use zenoh::sample::{Sample, SampleKind};
 use zenoh::session::Session;
 
-use crate::wire::{CHUNK_BYTES, ChunkHeader, Status, entry_bytes};
+use crate::streams::{Bridge, Credit, Forwarder, Incoming};
+use crate::wire::{CHUNK_BYTES, ChunkHeader, Status, StreamMsg, decode_credit, entry_bytes};
 
 /// How long after a host's token vanished its last status lines may
 /// still arrive before it is judged gone.
@@ -150,7 +151,7 @@ type TokenHandler = fn(&Inner, &str, SampleKind);
 
 /// What the Zenoh callbacks and the driver's side share.
 #[derive(Default)]
-struct State {
+pub(crate) struct State {
     /// Hosts whose token is there now.
     alive: BTreeSet<String>,
     /// Hosts whose token was ever seen.
@@ -165,8 +166,9 @@ struct State {
     succeeded: BTreeSet<usize>,
     /// Operators that ended, here or elsewhere.
     finished: BTreeSet<usize>,
-    /// Entries received and published here.
-    imported: BTreeMap<usize, u64>,
+    /// Entries received and published here (streams: ended here, with
+    /// the frames placed).
+    pub(crate) imported: BTreeMap<usize, u64>,
     /// Hosts that have room for an announced entry, by entry.
     ready: BTreeMap<usize, BTreeSet<String>>,
     /// Remote operators already reported done to the driver.
@@ -179,18 +181,19 @@ struct State {
     failure: Option<(String, String)>,
 }
 
-struct Inner {
-    pipeline: Pipeline,
-    here: usize,
+pub(crate) struct Inner {
+    pub(crate) pipeline: Pipeline,
+    /// This host (index into the placement's hosts).
+    pub(crate) here: usize,
     prefix: String,
     state: Mutex<State>,
     /// Signalled when a host says it is ready for an entry, or is gone.
     changed: Condvar,
-    events: Sender<LinkEvent>,
+    pub(crate) events: Sender<LinkEvent>,
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -367,10 +370,12 @@ impl Inner {
         });
         if let Some(c) = due {
             let e = &p.plan.entries[c.entry];
-            return Some((
-                Some(e.producer),
-                format!("{gone} before {} arrived", e.name),
-            ));
+            let what = if p.plan.streaming.is_some() {
+                format!("{gone} before its stream {} ended", e.name)
+            } else {
+                format!("{gone} before {} arrived", e.name)
+            };
+            return Some((Some(e.producer), what));
         }
         if st.done.contains_key(host) {
             return None;
@@ -398,7 +403,7 @@ impl Inner {
         };
     }
 
-    fn host_gone(&self, host: &str) -> bool {
+    pub(crate) fn host_gone(&self, host: &str) -> bool {
         self.lock().lost.contains(host)
     }
 }
@@ -417,6 +422,8 @@ pub struct ZenohLink {
     host_token: Option<LivelinessToken>,
     op_tokens: BTreeMap<usize, LivelinessToken>,
     workers: Vec<JoinHandle<()>>,
+    /// Forwarders and bridges of streams, started once every host joined.
+    pending: Vec<Box<dyn FnOnce() + Send>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -483,6 +490,7 @@ impl ZenohLink {
             host_token: None,
             op_tokens: BTreeMap::new(),
             workers: Vec::new(),
+            pending: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
         })
     }
@@ -520,8 +528,13 @@ impl ZenohLink {
                 .map_err(|e| format!("zenoh: {e}"))
         };
         self.status = Some(publisher(format!("{prefix}/status/{here_name}"))?);
+        let streaming = p.plan.streaming.is_some();
+        if streaming {
+            // Streams: their publishers, subscribers and workers.
+            self.declare_streams(&session, ctx, &publisher)?;
+        }
         for c in p.placement.crossings(&p.plan) {
-            if c.from == inner.here {
+            if c.from == inner.here && !streaming {
                 let key = &p.plan.entries[c.entry].key;
                 let entry = publisher(format!("{prefix}/entry/{key}"))?;
                 self.entry_pubs.insert(c.entry, entry);
@@ -549,7 +562,7 @@ impl ZenohLink {
             .map_err(|e| format!("zenoh: {e}"))?;
         self.subscribers.push(sub);
         for c in p.placement.crossings(&p.plan) {
-            if !c.to.contains(&inner.here) {
+            if !c.to.contains(&inner.here) || streaming {
                 continue;
             }
             let (tx, rx) = bounded::<(ChunkHeader, ZBytes)>(1);
@@ -628,6 +641,9 @@ impl ZenohLink {
                     .collect()
             };
             if missing.is_empty() {
+                for work in self.pending.drain(..) {
+                    self.workers.push(std::thread::spawn(work));
+                }
                 return Ok(());
             }
             if Instant::now() >= deadline {
@@ -655,6 +671,118 @@ impl ZenohLink {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Streams that cross hosts ([`crate::streams`]): on the producing
+    /// host a publisher and a credit subscriber per consuming host, on a
+    /// consuming host a subscriber and a credit publisher. The local
+    /// streams' handles are taken now, before any operator starts; the
+    /// forwarders and bridges start once every host has joined.
+    fn declare_streams(
+        &mut self,
+        session: &Session,
+        ctx: &Context,
+        publisher: &dyn Fn(String) -> Result<Arc<Publisher<'static>>, String>,
+    ) -> Result<(), String> {
+        let inner = self.inner.clone();
+        let p = &inner.pipeline;
+        let prefix = &inner.prefix;
+        let here = inner.here;
+        let here_name = &p.placement.hosts[here];
+        let window = p
+            .plan
+            .streaming
+            .as_ref()
+            .map_or(1, |s| u64::from(s.depth.max(1)));
+        for c in p.placement.crossings(&p.plan) {
+            let e = &p.plan.entries[c.entry];
+            let fail = |x: fastio::Error| format!("stream {}: {x}", e.name);
+            // Consumer indices of the stream whose operator is on host h.
+            let indices_on = |h: usize| -> Vec<usize> {
+                (0..e.consumers.len())
+                    .filter(|&k| p.placement.host_of[e.consumers[k]] == h)
+                    .collect()
+            };
+            if c.from == here {
+                for &h in &c.to {
+                    let to = p.placement.hosts[h].clone();
+                    let indices = indices_on(h);
+                    let Some((&first, rest)) = indices.split_first() else {
+                        continue;
+                    };
+                    let consumer = ctx.stream_consumer(&e.key, first).map_err(fail)?;
+                    // The frame crosses once: that host's other indices
+                    // are detached here (its bridge feeds them there).
+                    for &k in rest {
+                        drop(ctx.stream_consumer(&e.key, k).map_err(fail)?);
+                    }
+                    let credit = Arc::new(Credit::default());
+                    let c2 = credit.clone();
+                    let sub = session
+                        .declare_subscriber(format!("{prefix}/credit/{}/{to}", e.key))
+                        .callback(move |s: Sample| {
+                            if let Ok(n) = decode_credit(&s.payload().to_bytes()) {
+                                c2.update(n);
+                            }
+                        })
+                        .wait()
+                        .map_err(|x| format!("zenoh: {x}"))?;
+                    self.subscribers.push(sub);
+                    let forwarder = Forwarder {
+                        inner: inner.clone(),
+                        entry: c.entry,
+                        publisher: publisher(format!("{prefix}/stream/{}/{to}", e.key))?,
+                        to,
+                        consumer,
+                        credit,
+                        window,
+                        stop: self.stop.clone(),
+                    };
+                    self.pending.push(Box::new(move || forwarder.run()));
+                }
+            } else if c.to.contains(&here) {
+                let producer = ctx.stream_producer(&e.key).map_err(fail)?;
+                // Consumers placed elsewhere are fed there.
+                for k in 0..e.consumers.len() {
+                    if p.placement.host_of[e.consumers[k]] != here {
+                        drop(ctx.stream_consumer(&e.key, k).map_err(fail)?);
+                    }
+                }
+                let (tx, rx) = bounded::<Incoming>(window as usize + 2);
+                let overrun = Arc::new(AtomicBool::new(false));
+                let o2 = overrun.clone();
+                let sub = session
+                    .declare_subscriber(format!("{prefix}/stream/{}/{here_name}", e.key))
+                    .callback(move |s: Sample| {
+                        let msg = s
+                            .attachment()
+                            .ok_or_else(|| "a stream message without its header".to_owned())
+                            .and_then(|a| {
+                                StreamMsg::decode(&a.to_bytes()).map_err(|x| x.to_string())
+                            });
+                        let item = msg.map(|m| (m, s.payload().clone()));
+                        // Never waits: the credit bounds what is queued.
+                        if let Err(TrySendError::Full(_)) = tx.try_send(item) {
+                            o2.store(true, Ordering::Relaxed);
+                        }
+                    })
+                    .wait()
+                    .map_err(|x| format!("zenoh: {x}"))?;
+                self.subscribers.push(sub);
+                let bridge = Bridge {
+                    inner: inner.clone(),
+                    entry: c.entry,
+                    from: p.placement.hosts[c.from].clone(),
+                    producer,
+                    rx,
+                    overrun,
+                    credit: publisher(format!("{prefix}/credit/{}/{here_name}", e.key))?,
+                    stop: self.stop.clone(),
+                };
+                self.pending.push(Box::new(move || bridge.run()));
+            }
+        }
+        Ok(())
     }
 
     fn export(&mut self, ctx: &Context, entry: usize) {
@@ -989,8 +1117,12 @@ impl HostLink for ZenohLink {
         self.inner.lock().finished.insert(op);
         match result {
             Ok(()) => {
-                for (_, e) in self.inner.pipeline.plan.operators[op].outputs.clone() {
-                    self.export(ctx, e);
+                // A stream's frames went while it ran (its end with it).
+                let outputs = &self.inner.pipeline.plan.operators[op].outputs;
+                for (_, e) in outputs.clone() {
+                    if self.inner.pipeline.plan.streaming.is_none() {
+                        self.export(ctx, e);
+                    }
                 }
                 self.say(&Status::Succeeded(name));
             }

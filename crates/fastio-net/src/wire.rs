@@ -109,10 +109,7 @@ impl ChunkHeader {
         b.push(kind_code(self.kind));
         b.push(self.shape.len() as u8);
         b.push(0);
-        let mut name = [0u8; 16];
-        let n = self.element.name().as_bytes();
-        name[..n.len()].copy_from_slice(n);
-        b.extend_from_slice(&name);
+        put_name(&mut b, self.element);
         b.extend_from_slice(&self.total.to_le_bytes());
         b.extend_from_slice(&self.offset.to_le_bytes());
         b.extend_from_slice(&self.transfer.to_le_bytes());
@@ -163,16 +160,7 @@ impl ChunkHeader {
         if b[7] != 0 {
             return Err(WireError::Field(format!("reserved byte {}", b[7])));
         }
-        let name_bytes = &b[8..24];
-        let end = name_bytes.iter().position(|&c| c == 0).unwrap_or(16);
-        if name_bytes[end..].iter().any(|&c| c != 0) {
-            return Err(WireError::Field("element name is not NUL-padded".into()));
-        }
-        let name = std::str::from_utf8(&name_bytes[..end])
-            .map_err(|_| WireError::Field("element name is not ASCII".into()))?;
-        let element = Primitive::from_name(name)
-            .filter(|p| p.name() == name)
-            .ok_or_else(|| WireError::Field(format!("unknown element type {name:?}")))?;
+        let element = read_name(&b[8..24])?;
         let shape: Vec<u64> = (0..ndim).map(|i| word(FIXED_BYTES + 8 * i)).collect();
         let total = word(24);
         let offset = word(32);
@@ -197,6 +185,191 @@ impl ChunkHeader {
             transfer: word(40),
         })
     }
+}
+
+/// The first bytes of every stream message's header.
+pub const STREAM_MAGIC: [u8; 4] = *b"FIOF";
+/// Bytes of a stream message's header before the shape.
+pub const STREAM_FIXED_BYTES: usize = 48;
+
+/// One message of a stream that crosses hosts, on
+/// `<run>/stream/<operator>/<output>/<host>` (one key per consuming host).
+/// The attachment is this header (little-endian); a frame's payload is its
+/// bytes (`shape` elements of `element`), an end's or poison's is empty.
+///
+/// | offset | size | field |
+/// |---|---|---|
+/// | 0 | 4 | magic `FIOF` |
+/// | 4 | 1 | version, 1 |
+/// | 5 | 1 | what: 0 frame, 1 end, 2 poisoned |
+/// | 6 | 1 | number of dimensions `n` (0 for an end or a poison) |
+/// | 7 | 1 | 0 |
+/// | 8 | 16 | element type name, ASCII, padded with NUL |
+/// | 24 | 8 | frame: its number in the producer's stream; end: frames in all; poisoned: the first frame that will not come |
+/// | 32 | 8 | frame: the number of the source frame it derives from; else 0 |
+/// | 40 | 8 | frame: when that source frame was taken (ns since the Unix epoch); else 0 |
+/// | 48 | 8 × n | frame: its shape |
+///
+/// The consuming host answers on `<run>/credit/<operator>/<output>/<host>`
+/// with 8 bytes: how many frames it has placed in its local stream so far
+/// ([`decode_credit`]). A producing host sends a frame only while fewer
+/// than the stream's depth are sent and not placed: back-pressure crosses
+/// the link, and no reader ever blocks Zenoh's receiving thread.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StreamMsg {
+    /// A frame.
+    Frame {
+        /// Its element type.
+        element: Primitive,
+        /// Its number in the producer's stream.
+        seq: u64,
+        /// The source frame it derives from.
+        source_seq: u64,
+        /// When the source frame was taken (ns since the Unix epoch).
+        timestamp_ns: u64,
+        /// Its shape.
+        shape: Vec<u64>,
+    },
+    /// The producer ended the stream after `frames` frames.
+    End {
+        /// The stream's element type.
+        element: Primitive,
+        /// Frames published in all.
+        frames: u64,
+    },
+    /// The stream failed: no frame from `from` on will come.
+    Poisoned {
+        /// The stream's element type.
+        element: Primitive,
+        /// The first frame that will not come.
+        from: u64,
+    },
+}
+
+fn put_name(b: &mut Vec<u8>, element: Primitive) {
+    let mut name = [0u8; 16];
+    let n = element.name().as_bytes();
+    name[..n.len()].copy_from_slice(n);
+    b.extend_from_slice(&name);
+}
+
+/// Reads a NUL-padded element type name (16 bytes).
+fn read_name(name_bytes: &[u8]) -> Result<Primitive, WireError> {
+    let end = name_bytes.iter().position(|&c| c == 0).unwrap_or(16);
+    if name_bytes[end..].iter().any(|&c| c != 0) {
+        return Err(WireError::Field("element name is not NUL-padded".into()));
+    }
+    let name = std::str::from_utf8(&name_bytes[..end])
+        .map_err(|_| WireError::Field("element name is not ASCII".into()))?;
+    Primitive::from_name(name)
+        .filter(|p| p.name() == name)
+        .ok_or_else(|| WireError::Field(format!("unknown element type {name:?}")))
+}
+
+impl StreamMsg {
+    /// The header's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let (what, element, a, src, ts, shape): (u8, Primitive, u64, u64, u64, &[u64]) = match self
+        {
+            StreamMsg::Frame {
+                element,
+                seq,
+                source_seq,
+                timestamp_ns,
+                shape,
+            } => (0, *element, *seq, *source_seq, *timestamp_ns, shape),
+            StreamMsg::End { element, frames } => (1, *element, *frames, 0, 0, &[]),
+            StreamMsg::Poisoned { element, from } => (2, *element, *from, 0, 0, &[]),
+        };
+        let mut b = Vec::with_capacity(STREAM_FIXED_BYTES + 8 * shape.len());
+        b.extend_from_slice(&STREAM_MAGIC);
+        b.push(VERSION);
+        b.push(what);
+        b.push(shape.len() as u8);
+        b.push(0);
+        put_name(&mut b, element);
+        for w in [a, src, ts].iter().chain(shape) {
+            b.extend_from_slice(&w.to_le_bytes());
+        }
+        b
+    }
+
+    /// Reads and checks a header: magic, version, what, element name,
+    /// dimensions (a frame's bytes must not overflow; an end or a poison
+    /// has none and zero source fields).
+    pub fn decode(b: &[u8]) -> Result<StreamMsg, WireError> {
+        if b.len() < STREAM_FIXED_BYTES {
+            return Err(WireError::Length {
+                got: b.len(),
+                want: STREAM_FIXED_BYTES,
+            });
+        }
+        let word = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&b[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        let magic = [b[0], b[1], b[2], b[3]];
+        if magic != STREAM_MAGIC {
+            return Err(WireError::Magic(magic));
+        }
+        if b[4] != VERSION {
+            return Err(WireError::Version(b[4]));
+        }
+        let ndim = usize::from(b[6]);
+        if ndim > MAX_DIMS {
+            return Err(WireError::Field(format!(
+                "{ndim} dimensions; at most {MAX_DIMS}"
+            )));
+        }
+        let want = STREAM_FIXED_BYTES + 8 * ndim;
+        if b.len() != want {
+            return Err(WireError::Length { got: b.len(), want });
+        }
+        if b[7] != 0 {
+            return Err(WireError::Field(format!("reserved byte {}", b[7])));
+        }
+        let element = read_name(&b[8..24])?;
+        let (a, src, ts) = (word(24), word(32), word(40));
+        let shape: Vec<u64> = (0..ndim)
+            .map(|i| word(STREAM_FIXED_BYTES + 8 * i))
+            .collect();
+        if b[5] != 0 && (ndim != 0 || src != 0 || ts != 0) {
+            return Err(WireError::Field(
+                "an end or a poison has no shape and no source".into(),
+            ));
+        }
+        match b[5] {
+            0 => {
+                entry_bytes(element, &shape)
+                    .ok_or_else(|| WireError::Field(format!("shape {shape:?} overflows")))?;
+                Ok(StreamMsg::Frame {
+                    element,
+                    seq: a,
+                    source_seq: src,
+                    timestamp_ns: ts,
+                    shape,
+                })
+            }
+            1 => Ok(StreamMsg::End { element, frames: a }),
+            2 => Ok(StreamMsg::Poisoned { element, from: a }),
+            w => Err(WireError::Field(format!("stream message kind {w}"))),
+        }
+    }
+}
+
+/// A credit message: frames placed so far, 8 bytes little-endian.
+pub fn encode_credit(placed: u64) -> [u8; 8] {
+    placed.to_le_bytes()
+}
+
+/// Reads a credit message ([`encode_credit`]).
+pub fn decode_credit(b: &[u8]) -> Result<u64, WireError> {
+    let w: [u8; 8] = b.try_into().map_err(|_| WireError::Length {
+        got: b.len(),
+        want: 8,
+    })?;
+    Ok(u64::from_le_bytes(w))
 }
 
 /// What a host tells the others, one line per Zenoh sample on
@@ -340,6 +513,53 @@ mod tests {
             ..h
         };
         assert!(ChunkHeader::decode(&huge.encode()).is_err());
+    }
+
+    #[test]
+    fn stream_messages_round_trip_and_bad_fields_are_refused() {
+        let frame = StreamMsg::Frame {
+            element: Primitive::UInt32,
+            seq: 7,
+            source_seq: 5,
+            timestamp_ns: 1_700_000_000_000_000_000,
+            shape: vec![8, 64],
+        };
+        let msgs = [
+            frame.clone(),
+            StreamMsg::End {
+                element: Primitive::Float32,
+                frames: 100,
+            },
+            StreamMsg::Poisoned {
+                element: Primitive::Int8,
+                from: 3,
+            },
+        ];
+        for m in &msgs {
+            assert_eq!(&StreamMsg::decode(&m.encode()).unwrap(), m);
+        }
+        let b = frame.encode();
+        assert_eq!(b.len(), STREAM_FIXED_BYTES + 16);
+        let mut bad = b.clone();
+        bad[5] = 3;
+        assert!(StreamMsg::decode(&bad).is_err(), "unknown kind");
+        let mut bad = b.clone();
+        bad[5] = 1;
+        assert!(StreamMsg::decode(&bad).is_err(), "an end with a shape");
+        let mut bad = b.clone();
+        bad[..4].copy_from_slice(&MAGIC); // an entry piece's header
+        assert!(matches!(StreamMsg::decode(&bad), Err(WireError::Magic(_))));
+        assert!(StreamMsg::decode(&b[..50]).is_err());
+        let huge = StreamMsg::Frame {
+            element: Primitive::Float64,
+            seq: 0,
+            source_seq: 0,
+            timestamp_ns: 0,
+            shape: vec![u64::MAX / 2, 3],
+        };
+        assert!(StreamMsg::decode(&huge.encode()).is_err());
+        assert_eq!(decode_credit(&encode_credit(42)), Ok(42));
+        assert!(decode_credit(&[1, 2, 3]).is_err());
     }
 
     #[test]

@@ -76,9 +76,6 @@ pub enum DriverError {
         /// The pipeline's hosts.
         hosts: Vec<String>,
     },
-    /// A streaming pipeline cannot run across hosts yet.
-    #[error("a streaming pipeline cannot run across hosts yet")]
-    StreamingAcrossHosts,
     /// `/dev/shm` cannot hold what the pipeline needs before its operators
     /// start (checked first: no operator is started).
     #[error(
@@ -487,7 +484,7 @@ impl LocalDriver {
         with_signals(|interrupted| {
             let t0 = Instant::now();
             if self.pipeline.plan.streaming.is_some() {
-                self.run_streaming(&mut progress, interrupted, t0)
+                self.run_streaming(&mut progress, interrupted, t0, None)
             } else {
                 self.run_inner(&mut progress, interrupted, t0, None)
             }
@@ -496,17 +493,14 @@ impl LocalDriver {
 
     /// Runs this host's part of a pipeline placed on several hosts: the
     /// operators placed on `link.host()`, in a local context, with the
-    /// entries that cross hosts carried by `link`. The report lists the
-    /// other hosts' operators as [`Outcome::Elsewhere`]; a failure on any
-    /// host is the run's failure.
+    /// entries (and the frames of streams) that cross hosts carried by
+    /// `link`. The report lists the other hosts' operators as
+    /// [`Outcome::Elsewhere`]; a failure on any host is the run's failure.
     pub fn run_on_host(
         &self,
         link: &mut dyn HostLink,
         mut progress: impl FnMut(Progress),
     ) -> Result<RunReport, DriverError> {
-        if self.pipeline.plan.streaming.is_some() {
-            return Err(DriverError::StreamingAcrossHosts);
-        }
         let placement = &self.pipeline.placement;
         if placement.host_index(link.host()).is_none() {
             return Err(DriverError::UnknownHost {
@@ -515,7 +509,11 @@ impl LocalDriver {
             });
         }
         with_signals(|interrupted| {
-            self.run_inner(&mut progress, interrupted, Instant::now(), Some(link))
+            if self.pipeline.plan.streaming.is_some() {
+                self.run_streaming(&mut progress, interrupted, Instant::now(), Some(link))
+            } else {
+                self.run_inner(&mut progress, interrupted, Instant::now(), Some(link))
+            }
         })
     }
 
@@ -901,7 +899,7 @@ fn with_signals(
 
 /// Applies what the link says happened elsewhere to the run's state.
 #[allow(clippy::too_many_arguments)]
-fn remote_event(
+pub(crate) fn remote_event(
     event: LinkEvent,
     ops: &[crate::validate::OperatorDef],
     done: &mut [bool],

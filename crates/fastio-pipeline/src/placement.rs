@@ -302,16 +302,13 @@ operators:
                 .unwrap_or_else(|| panic!("{section}: {errors:?}"));
             assert_eq!(e.line, line, "{section}: {e}");
         }
-        // Streams cannot be spread over hosts yet: said, not ignored.
+        // A streaming pipeline is placed like a one-shot one.
         let yaml = format!(
             "api-version: 0.5.0\nname: p\nstreaming: {{frames: 3, max-shape: {{infer/w: [8]}}}}\nplacement:\n  hosts:\n    gpu: [infer]\n{OPS}"
         );
-        let errors = Definition::parse("p.yaml", &yaml, &[]).unwrap_err();
-        assert!(
-            errors
-                .iter()
-                .any(|d| d.message.contains("streaming pipeline cannot be placed")),
-            "{errors:?}"
-        );
+        let p = Definition::parse("p.yaml", &yaml, &[]).unwrap().pipeline;
+        assert!(p.plan.streaming.is_some());
+        assert_eq!(p.placement.hosts, ["gpu", "main"]);
+        assert_eq!(p.placement.crossings(&p.plan).len(), 2);
     }
 }

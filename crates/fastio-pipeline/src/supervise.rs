@@ -12,6 +12,12 @@
 //! operator and the first frame it did not deliver. Escalation (SIGTERM,
 //! then SIGKILL after the grace period) and accounting are the one-shot
 //! run's.
+//!
+//! On one host of a pipeline placed on several ([`LocalDriver::run_on_host`]),
+//! the same supervision runs the operators placed here, over the streams
+//! they touch; the link carries the frames of streams that cross hosts
+//! (`fastio-net`). A failure elsewhere poisons every stream here, and a
+//! failure here is told to the other hosts.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,8 +29,9 @@ use fastio::{Context, OperatorStats};
 use crate::driver::Dirs;
 use crate::driver::{
     DriverError, Event, LocalDriver, OperatorReport, Outcome, Progress, RunReport, Running,
-    account, describe, edges_of, late_lines, line,
+    account, describe, edges_of, late_lines, line, remote_event,
 };
+use crate::hosts::HostLink;
 use crate::snapshot;
 
 /// How often the driver reports the streams' progress.
@@ -36,25 +43,48 @@ impl LocalDriver {
         progress: &mut dyn FnMut(Progress),
         interrupted: &AtomicBool,
         t0: Instant,
+        mut link: Option<&mut dyn HostLink>,
     ) -> Result<RunReport, DriverError> {
         let plan = &self.pipeline.plan;
         let streaming = plan.streaming.as_ref().expect("a streaming plan");
         let ops = &self.pipeline.operators;
-        for op in ops {
-            if op.command.is_empty() {
+        let placement = &self.pipeline.placement;
+        let here = link.as_ref().and_then(|l| placement.host_index(l.host()));
+        let local = |i: usize| here.is_none_or(|h| placement.host_of[i] == h);
+        for (i, op) in ops.iter().enumerate() {
+            if op.command.is_empty() && local(i) {
                 return Err(DriverError::NoCommand(op.name.clone()));
             }
         }
         let dirs = Dirs::make(&self.pipeline, self.opts.output.as_deref())?;
         let ctx = self.context()?;
         plan.publish(&ctx)?;
+        // The streams an operator of this host touches (all of them on
+        // one host).
         for (e, entry) in plan.entries.iter().enumerate() {
-            ctx.declare_stream(&entry.key, &streaming.stream_options(plan, e)?)?;
+            if local(entry.producer) || entry.consumers.iter().any(|&c| local(c)) {
+                ctx.declare_stream(&entry.key, &streaming.stream_options(plan, e)?)?;
+            }
         }
         let handle = ctx.handle_for_children()?;
+        let link_events = match link.as_deref_mut() {
+            Some(l) => {
+                l.start(&ctx).map_err(DriverError::Link)?;
+                Some(l.events())
+            }
+            None => None,
+        };
+        let mut edges_elsewhere = edges_of(plan);
         let mut reports: Vec<OperatorReport> = ops
             .iter()
-            .map(|o| OperatorReport::not_run(&o.name))
+            .enumerate()
+            .map(|(i, o)| {
+                let mut r = OperatorReport::not_run(&o.name);
+                if !local(i) {
+                    r.outcome = Outcome::Elsewhere(placement.host_name(i).to_owned());
+                }
+                r
+            })
             .collect();
         let (tx, rx): (Sender<Event>, Receiver<Event>) = unbounded();
         let mut running: BTreeMap<usize, Running> = BTreeMap::new();
@@ -63,15 +93,22 @@ impl LocalDriver {
         // When the streams were poisoned: operators get the grace period
         // to see it and exit by themselves before the SIGTERM.
         let mut poisoned_at: Option<Instant> = None;
-        for i in 0..ops.len() {
+        for i in (0..ops.len()).filter(|&i| local(i)) {
             match self.start(i, &handle, &dirs, &tx) {
                 Ok(r) => {
                     progress(Progress::Started(ops[i].name.clone()));
                     running.insert(i, r);
+                    if let Some(l) = link.as_deref_mut() {
+                        l.operator_started(i);
+                    }
                 }
                 Err(e) => {
                     reports[i].outcome = Outcome::SpawnFailed(e.to_string());
-                    failure.get_or_insert((ops[i].name.clone(), format!("could not start: {e}")));
+                    let why = format!("could not start: {e}");
+                    if let Some(l) = link.as_deref_mut() {
+                        l.operator_finished(&ctx, i, Err(why.clone()));
+                    }
+                    failure.get_or_insert((ops[i].name.clone(), why));
                     stopping = true;
                     self.poison_all(&ctx);
                     poisoned_at = Some(Instant::now());
@@ -83,12 +120,50 @@ impl LocalDriver {
         let mut exits: Vec<usize> = Vec::new();
         let mut last_progress = Instant::now();
         let mut heads: Vec<u64> = vec![0; plan.entries.len()];
+        let mut done_elsewhere = vec![false; ops.len()];
+        let mut remote_ok = vec![false; ops.len()];
         while !running.is_empty() {
-            match rx.recv_timeout(Duration::from_millis(50)) {
-                Ok(Event::Line(i, stderr, text)) => {
+            let event = match &link_events {
+                Some(events) => crossbeam_channel::select! {
+                    recv(rx) -> e => e.ok(),
+                    recv(events) -> le => {
+                        let was_stopping = stopping;
+                        match le {
+                            Ok(le) => remote_event(
+                                le,
+                                ops,
+                                &mut done_elsewhere,
+                                &mut remote_ok,
+                                &mut edges_elsewhere,
+                                plan,
+                                t0,
+                                &mut failure,
+                                &mut stopping,
+                            ),
+                            Err(_) => {
+                                failure.get_or_insert((
+                                    "driver".into(),
+                                    "the link to the other hosts closed".into(),
+                                ));
+                                stopping = true;
+                            }
+                        }
+                        // A failure elsewhere stops the streams here.
+                        if stopping && !was_stopping {
+                            self.poison_all(&ctx);
+                            poisoned_at = Some(Instant::now());
+                        }
+                        None
+                    },
+                    default(Duration::from_millis(50)) => None,
+                },
+                None => rx.recv_timeout(Duration::from_millis(50)).ok(),
+            };
+            match event {
+                Some(Event::Line(i, stderr, text)) => {
                     line(progress, &mut reports[i], stderr, text);
                 }
-                Ok(Event::Exited(i, status, usage)) => {
+                Some(Event::Exited(i, status, usage)) => {
                     let Some(r) = running.remove(&i) else {
                         continue;
                     };
@@ -98,6 +173,13 @@ impl LocalDriver {
                     let _ = ctx.recover();
                     let outcome = reports[i].outcome.clone();
                     if outcome == Outcome::Succeeded || outcome == Outcome::Stopped {
+                        if let Some(l) = link.as_deref_mut() {
+                            let result = match &outcome {
+                                Outcome::Succeeded => Ok(()),
+                                o => Err(describe(o)),
+                            };
+                            l.operator_finished(&ctx, i, result);
+                        }
                         progress(Progress::Finished(ops[i].name.clone(), outcome));
                         continue;
                     }
@@ -116,6 +198,9 @@ impl LocalDriver {
                         match self.start(i, &handle, &dirs, &tx) {
                             Ok(r) => {
                                 running.insert(i, r);
+                                if let Some(l) = link.as_deref_mut() {
+                                    l.operator_started(i);
+                                }
                                 continue;
                             }
                             Err(e) => {
@@ -123,12 +208,15 @@ impl LocalDriver {
                             }
                         }
                     }
+                    let at = self.first_undelivered(&ctx, i);
+                    let why = format!("{} at frame {at}", describe(&reports[i].outcome));
+                    if let Some(l) = link.as_deref_mut() {
+                        // Told before the streams are poisoned: the other
+                        // hosts hear the cause before its consequences.
+                        l.operator_finished(&ctx, i, Err(why.clone()));
+                    }
                     if failure.is_none() {
-                        let at = self.first_undelivered(&ctx, i);
-                        failure = Some((
-                            ops[i].name.clone(),
-                            format!("{} at frame {at}", describe(&reports[i].outcome)),
-                        ));
+                        failure = Some((ops[i].name.clone(), why));
                     }
                     if !stopping {
                         stopping = true;
@@ -140,7 +228,7 @@ impl LocalDriver {
                         reports[i].outcome.clone(),
                     ));
                 }
-                Err(_) => {}
+                None => {}
             }
             if interrupted.load(Ordering::Relaxed) && !stopping {
                 stopping = true;
@@ -171,6 +259,23 @@ impl LocalDriver {
         late_lines(&rx, progress, &mut reports);
         for (i, rep) in reports.iter_mut().enumerate() {
             rep.frames = stats_of(&ctx, &ops[i].name);
+        }
+        if let Some(l) = link {
+            // Wait for the other hosts (they may still take frames this
+            // host sends) and take the first failure seen elsewhere: the
+            // cause, when this host's first failure was only a stream
+            // poisoned because of it.
+            let elsewhere = l.finish(failure.as_ref(), interrupted);
+            let only_poisoned = failure.as_ref().is_none_or(|(first, _)| {
+                reports.iter().find(|r| &r.name == first).is_some_and(|r| {
+                    r.stderr_tail
+                        .iter()
+                        .any(|l| l.contains("is poisoned from frame"))
+                })
+            });
+            if elsewhere.is_some() && only_poisoned {
+                failure = elsewhere;
+            }
         }
         // The first operator to exit may have failed only because another
         // failed first and poisoned its inputs: blame the first failure

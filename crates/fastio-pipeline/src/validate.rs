@@ -419,18 +419,7 @@ pub(crate) fn validate(doc: &PipelineDoc, r: &mut Report) -> Option<Pipeline> {
     }
     let placement = match &doc.placement {
         None => crate::placement::Placement::single(operators.len()),
-        Some(pd) => {
-            let p = crate::placement::check(pd, &operators, r)?;
-            if p.is_distributed() && plan.streaming.is_some() {
-                r.error(
-                    pd.referenced,
-                    "placement",
-                    "a streaming pipeline cannot be placed on several hosts yet (one-shot pipelines can)",
-                );
-                return None;
-            }
-            p
-        }
+        Some(pd) => crate::placement::check(pd, &operators, r)?,
     };
     Some(Pipeline {
         name: doc.name.value.clone(),
