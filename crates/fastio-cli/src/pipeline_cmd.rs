@@ -318,12 +318,30 @@ fn hosts_text(p: &fastio_pipeline::Pipeline) -> String {
         out.push_str("no entry crosses hosts\n");
         return out;
     }
-    out.push_str("crossing hosts (each sent once to each consuming host):\n");
+    let streaming = p.plan.streaming.as_ref();
+    out.push_str(if streaming.is_some() {
+        "crossing hosts (each frame sent once to each consuming host, at most depth frames in flight):\n"
+    } else {
+        "crossing hosts (each sent once to each consuming host):\n"
+    });
     for c in crossings {
         let to: Vec<&str> = c.to.iter().map(|&h| pl.hosts[h].as_str()).collect();
-        let bytes = c.bytes.map_or("dynamic".to_owned(), |b| {
-            format!("{b} bytes ({})", fastio::human_bytes(b))
-        });
+        let bytes = match streaming {
+            // A frame is at most its stream's largest shape.
+            Some(st) => {
+                let e = &p.plan.entries[c.entry];
+                let most = st.max_shapes.get(c.entry).map(|s| {
+                    s.iter()
+                        .fold(e.element.size() as u64, |a, &d| a.saturating_mul(d as u64))
+                });
+                most.map_or("frames of any size".to_owned(), |b| {
+                    format!("at most {b} bytes ({}) a frame", fastio::human_bytes(b))
+                })
+            }
+            None => c.bytes.map_or("dynamic".to_owned(), |b| {
+                format!("{b} bytes ({})", fastio::human_bytes(b))
+            }),
+        };
         out.push_str(&format!(
             "  {}  {} -> {}  {bytes}\n",
             p.plan.entries[c.entry].name,
@@ -403,6 +421,11 @@ fn summary(report: &RunReport) -> String {
     let mut out =
         String::from("operator             status        wall       cpu   peak RSS      shared\n");
     for r in &report.operators {
+        if let Outcome::Elsewhere(_) = &r.outcome {
+            // Measured by that host's driver, not here.
+            out.push_str(&format!("{:<20} {}\n", r.name, outcome_text(&r.outcome)));
+            continue;
+        }
         out.push_str(&format!(
             "{:<20} {:<10} {:>8.3}s {:>8.3}s {:>7} MiB {:>7} MiB\n",
             r.name,

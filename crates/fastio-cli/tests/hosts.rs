@@ -879,7 +879,13 @@ fn streamop() -> String {
 /// change shape (rows) from one to the next; every word is checked. With
 /// `frames`, the sources stop after that many and the sinks exit 5 unless
 /// exactly that many arrived, in order; else they run for 90 s.
-fn stream_yaml(dir: &Path, name: &str, frames: Option<u64>, slow_us: u64) -> PathBuf {
+fn stream_yaml(
+    dir: &Path,
+    name: &str,
+    frames: Option<u64>,
+    slow_us: u64,
+    overflow: &str,
+) -> PathBuf {
     let array = "type: array, element-type: uint32, shape: [-1, 64]";
     let o = streamop();
     let (limit, vars) = match frames {
@@ -895,7 +901,7 @@ fn stream_yaml(dir: &Path, name: &str, frames: Option<u64>, slow_us: u64) -> Pat
          - name: stage\n  container: {{image: t, command: [{o}, stage, v, w], variables: {{SLOW_US: '{slow_us}'}}}}\n  input: [{{from: camera, name: v, {array}}}]\n  output: [{{name: w, {array}}}]\n\
          - name: sink\n  container: {{image: t, command: [{o}, sink, w, v]{vars}}}\n  input:\n  - {{from: stage, name: w, {array}}}\n  - {{from: camera, name: v, {array}}}\n\
          - name: watch\n  container: {{image: t, command: [{o}, sink, v]{vars}}}\n  input: [{{from: camera, name: v, {array}}}]\n\
-         streaming:\n  {limit}\n  depth: 2\n  max-shape:\n    camera/v: [8, 64]\n    stage/w: [8, 64]\n"
+         streaming:\n  {limit}\n  overflow: {overflow}\n  depth: 2\n  max-shape:\n    camera/v: [8, 64]\n    stage/w: [8, 64]\n"
     );
     write(dir, &format!("{name}.yaml"), &yaml)
 }
@@ -919,7 +925,7 @@ fn a_stream_crosses_two_hosts_and_back_in_order_with_back_pressure() {
     };
     let frames = 150;
     let slow_us = 10_000;
-    let file = stream_yaml(&hosts.dir, "streams", Some(frames), slow_us);
+    let file = stream_yaml(&hosts.dir, "streams", Some(frames), slow_us, "block");
     let a = hosts.start(0, &run_args(&file, "a", hosts.net_args(0, 7447), &[]));
     let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, 7447), &[]));
     let ra = hosts.wait(a);
@@ -951,13 +957,58 @@ fn a_stream_crosses_two_hosts_and_back_in_order_with_back_pressure() {
     );
 }
 
+/// The frames operator `op` took in, from its row of the frame table.
+fn frames_in(stdout: &str, op: &str) -> u64 {
+    stdout
+        .lines()
+        .filter(|l| l.split_whitespace().next() == Some(op))
+        .find_map(|l| l.split_whitespace().nth(2)?.parse().ok())
+        .unwrap_or_else(|| panic!("no frame row for {op}:\n{stdout}"))
+}
+
+#[test]
+fn under_drop_oldest_a_slow_remote_consumer_loses_frames_but_never_holds_the_camera() {
+    let Some(mut hosts) = Hosts::new("sdr", 2) else {
+        return;
+    };
+    let (frames, slow_us) = (300u64, 20_000u64);
+    let file = stream_yaml(&hosts.dir, "sdrop", None, slow_us, "drop-oldest");
+    // The camera stops after `frames`, at full speed.
+    let limit = frames.to_string();
+    let a = hosts.start(
+        0,
+        &run_args(&file, "a", hosts.net_args(0, 7447), &["--frames", &limit]),
+    );
+    let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, 7447), &[]));
+    let ra = hosts.wait(a);
+    let rb = hosts.wait(b);
+    assert_ok("host a", &ra);
+    assert_ok("host b", &rb);
+    // The end crossed after the last frame; the slow stage took some
+    // frames, not all, and every one it took was whole (each word checked).
+    let staged = frames_in(&rb.stdout, "stage");
+    assert!(
+        (1..frames).contains(&staged),
+        "the stage took {staged} of {frames} frames:\n{}",
+        rb.stdout
+    );
+    // `watch` reads the same crossing stream on b at full speed.
+    assert!(frames_in(&rb.stdout, "watch") > staged, "{}", rb.stdout);
+    let camera = step_p50_ms(&ra.stdout, "camera");
+    assert!(
+        camera < 0.25 * slow_us as f64 / 1000.0,
+        "the camera waited ({camera} ms a frame) for a stage that may drop frames:\n{}",
+        ra.stdout
+    );
+}
+
 #[test]
 fn a_stream_across_hosts_fails_everywhere_when_a_host_dies_an_operator_is_killed_or_the_link_is_cut()
  {
     let Some(mut hosts) = Hosts::new("sfl", 2) else {
         return;
     };
-    let file = stream_yaml(&hosts.dir, "sfail", None, 5_000);
+    let file = stream_yaml(&hosts.dir, "sfail", None, 5_000, "block");
     let mut rng = Rng(0x57ea_4001);
     for (round, what) in ["driver", "operator", "link"].into_iter().enumerate() {
         let port = 7460 + round as u16;
