@@ -9,7 +9,10 @@
 //! on a Zenoh key of the run; each consuming host's driver copies them
 //! into a fresh allocation of its local context and publishes it under
 //! the same entry name. Operators cannot tell a remote input from a local
-//! one.
+//! one. In a streaming pipeline each frame of a stream that crosses goes
+//! once to each consuming host, lent to Zenoh from its slot, and is placed
+//! in that host's stream; credit of the stream's depth carries
+//! back-pressure over the link (`streams.rs`).
 //!
 //! Every host runs the same definition with `fastio run FILE --host NAME`
 //! ([`ZenohLink`] is the [`fastio_pipeline::HostLink`] its driver uses).

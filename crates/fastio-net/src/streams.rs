@@ -148,14 +148,17 @@ impl Forwarder {
                 // the host is gone (judged by the link's liveliness).
                 return Ok(());
             }
+            // Credit first: a frame is taken only when it may go at once,
+            // so this consumer never holds more frames than are in flight
+            // (fewer than the depth, within `next`'s limit).
+            if !self
+                .credit
+                .wait_below(sent, self.window, &|| self.give_up())
+            {
+                return Ok(());
+            }
             match self.consumer.next(Some(POLL)) {
                 Ok(Some(frame)) => {
-                    if !self
-                        .credit
-                        .wait_below(sent, self.window, &|| self.give_up())
-                    {
-                        return Ok(());
-                    }
                     let msg = StreamMsg::Frame {
                         element,
                         seq: frame.seq(),
@@ -178,6 +181,9 @@ impl Forwarder {
                     return self.send(&msg, ZBytes::new());
                 }
                 Err(FioError::StreamTimeout { .. }) => {}
+                // Zenoh still has the frames sent last (under
+                // `drop-oldest` one may be held): they go back in moments.
+                Err(FioError::FrameHeld(_)) => std::thread::sleep(Duration::from_micros(200)),
                 Err(e) => return Err(e.to_string()),
             }
         }

@@ -1,8 +1,9 @@
 //! What the driver of one host of a multi-host run needs from the link to
 //! the other hosts ([`HostLink`]). The driver stays the same local driver:
 //! it runs the operators placed on its host in its own context; the link
-//! (crate `fastio-net`, over Eclipse Zenoh) carries the entries that cross
-//! hosts and tells the driver what happened elsewhere. This crate knows
+//! (crate `fastio-net`, over Eclipse Zenoh) carries the entries (in a
+//! streaming run, the frames of the streams) that cross hosts and tells the
+//! driver what happened elsewhere. This crate knows
 //! nothing of the network.
 
 use std::sync::atomic::AtomicBool;
@@ -51,7 +52,10 @@ pub trait HostLink {
 
     /// Starts the link with the local context the run uses (incoming
     /// entries are allocated and published there). Called once, before
-    /// any operator starts.
+    /// any operator starts; in a streaming run after the streams of this
+    /// host's operators are declared (the link takes the producer's place
+    /// in those fed from elsewhere, and a consumer's in those read
+    /// elsewhere).
     fn start(&mut self, ctx: &Context) -> Result<(), String>;
 
     /// Where the link's events arrive.
@@ -61,8 +65,9 @@ pub trait HostLink {
     fn operator_started(&mut self, op: usize);
 
     /// Local operator `op` has ended: `Ok` when it succeeded (its outputs
-    /// that other hosts consume are published in `ctx` and are sent now),
-    /// else what happened, in one line.
+    /// that other hosts consume are published in `ctx` and are sent now;
+    /// a stream's frames went while it ran), else what happened, in one
+    /// line.
     fn operator_finished(&mut self, ctx: &Context, op: usize, result: Result<(), String>);
 
     /// This host's part is over (`failure` is the first failure this host
