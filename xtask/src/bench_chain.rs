@@ -95,19 +95,19 @@ impl Variant {
 
 /// What a sink wrote (see `chain_result.py`).
 #[derive(Default, Debug)]
-struct SinkResult {
-    count: u64,
-    disorder: u64,
-    torn: u64,
-    first_ns: u64,
-    last_ns: u64,
-    latencies: Vec<u64>,
+pub(crate) struct SinkResult {
+    pub(crate) count: u64,
+    pub(crate) disorder: u64,
+    pub(crate) torn: u64,
+    pub(crate) first_ns: u64,
+    pub(crate) last_ns: u64,
+    pub(crate) latencies: Vec<u64>,
     loop_ns: Option<u64>,
     rss_kb_at: Option<u64>,
     rss_kb_end: Option<u64>,
 }
 
-fn parse_result(text: &str) -> Result<SinkResult, String> {
+pub(crate) fn parse_result(text: &str) -> Result<SinkResult, String> {
     let mut r = SinkResult::default();
     for line in text.lines() {
         let mut words = line.split_whitespace();
@@ -131,7 +131,7 @@ fn parse_result(text: &str) -> Result<SinkResult, String> {
 }
 
 /// The value below which `q` of the sorted samples lie.
-fn percentile(sorted: &[u64], q: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[u64], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
     }

@@ -9,6 +9,11 @@
 //! and host b answers (4 KiB back at 4 KiB: a round trip; 1 byte back
 //! otherwise: a one-way transfer and its acknowledgement). See
 //! `crates/fastio-net/examples/hostbench.rs` for what each side does.
+//!
+//! Then streams: a source (`fio-chainop`) on host a and a sink on host b,
+//! frames of a fixed size at full speed, each host running `fastio run
+//! --host`, beside the same definition run on one host and TCP's bulk
+//! throughput (the 64 MiB case), in the same run.
 
 use std::process::{Command, Stdio};
 
@@ -184,6 +189,8 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
     );
     let mut port = 7600u16;
     let mut notes = Vec::new();
+    // TCP's bytes per second on the bulk case, for the streams below.
+    let mut tcp_bulk: Option<f64> = None;
     for (label, bytes, back, reps) in CASES {
         let mut medians = [None; 3];
         let mut memory = String::from("-");
@@ -209,6 +216,9 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
                     format!("+{} / +{} KiB", a.anon_extra_kib, b.anon_extra_kib)
                 };
             }
+        }
+        if bytes == 64 << 20 {
+            tcp_bulk = medians[0].map(|ns| bytes as f64 / (ns / 1e9));
         }
         let cell = |m: Option<f64>| m.map_or("-".to_owned(), human);
         let (ratio, goal) = match (medians[0], medians[2]) {
@@ -249,6 +259,7 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
          (staging, Zenoh's buffers), sampled every millisecond; goal ≤ ×1.1 from 1 MiB on. {}.\n",
         notes.join("; ")
     ));
+    streams(&hosts, &mut port, tcp_bulk, out)?;
     Ok(vec![Peer {
         name: "zenoh (hosts)",
         measured: true,
@@ -256,4 +267,168 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
                  fastio-net on a veth pair between two namespaces"
             .into(),
     }])
+}
+
+/// Stream cases: (label, frame bytes, frames).
+const STREAM_CASES: [(&str, u64, u64); 3] = [
+    ("64 KiB", 64 << 10, 3000),
+    ("1 MiB", 1 << 20, 1000),
+    ("8 MiB", 8 << 20, 150),
+];
+
+/// A source on host `a` and a sink on host `b` (`fio-chainop`), `frames`
+/// frames of `size` bytes at full speed, depth 4.
+fn stream_yaml(
+    chainop: &std::path::Path,
+    size: u64,
+    frames: u64,
+    result: &std::path::Path,
+) -> String {
+    let port = |from: &str| {
+        format!("  - {{{from}name: frame, type: array, element-type: uint8, shape: [{size}]}}\n")
+    };
+    format!(
+        "api-version: 0.5.0\nname: stream-bench\nplacement:\n  default: a\n  hosts:\n    b: [sink]\noperators:\n\
+         - name: source\n  container:\n    image: bench\n    command: [{c:?}, source]\n    variables: {{SIZE: \"{size}\", PAUSE_US: \"0\"}}\n  output:\n{}\
+         - name: sink\n  container:\n    image: bench\n    command: [{c:?}, sink]\n    variables: {{RESULT: {r:?}}}\n  input:\n{}\
+         streaming:\n  depth: 4\n  frames: {frames}\n",
+        port(""),
+        port("from: source, "),
+        c = chainop.display().to_string(),
+        r = result.display().to_string(),
+    )
+}
+
+/// What the sink of one stream run saw: bytes per second from its first
+/// frame to its last, and latency p50 / p99 (ns).
+struct StreamRun {
+    bytes_per_s: f64,
+    p50_ns: f64,
+    p99_ns: f64,
+}
+
+fn stream_run(
+    hosts: &Hosts,
+    fastio: &std::path::Path,
+    def: &std::path::Path,
+    result: &std::path::Path,
+    size: u64,
+    frames: u64,
+    port: Option<u16>,
+) -> Result<StreamRun, String> {
+    let _ = std::fs::remove_file(result);
+    let run = |ns: &str, host: Option<(&str, Vec<String>)>| {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns, "timeout", "--signal=KILL", "300"])
+            .arg(fastio)
+            .arg("run")
+            .arg(def);
+        if let Some((h, net)) = host {
+            c.args(["--host", h, "--join-timeout", "60"]).args(net);
+        }
+        c.stdout(Stdio::piped()).stderr(Stdio::piped());
+        c
+    };
+    let outputs = match port {
+        None => vec![("one host", run(&hosts.a, None).output())],
+        Some(p) => {
+            let listen = vec!["--listen".to_owned(), format!("tcp/10.78.0.1:{p}")];
+            let connect = vec!["--connect".to_owned(), format!("tcp/10.78.0.1:{p}")];
+            let a = run(&hosts.a, Some(("a", listen)))
+                .spawn()
+                .map_err(|e| format!("fastio: {e}"))?;
+            let b = run(&hosts.b, Some(("b", connect))).output();
+            vec![("host b", b), ("host a", a.wait_with_output())]
+        }
+    };
+    for (who, o) in outputs {
+        let o = o.map_err(|e| format!("fastio: {e}"))?;
+        if !o.status.success() {
+            return Err(format!(
+                "stream bench ({size} bytes, {who}): {}",
+                String::from_utf8_lossy(&o.stderr).trim()
+            ));
+        }
+    }
+    let text = std::fs::read_to_string(result)
+        .map_err(|e| format!("the stream bench's sink wrote no result: {e}"))?;
+    let mut r = crate::bench_chain::parse_result(&text)?;
+    if r.count != frames || r.disorder != 0 || r.torn != 0 {
+        return Err(format!(
+            "stream bench ({size} bytes): the sink saw {} of {frames} frames, {} out of order, {} torn",
+            r.count, r.disorder, r.torn
+        ));
+    }
+    r.latencies.sort_unstable();
+    let secs = (r.last_ns.saturating_sub(r.first_ns)) as f64 / 1e9;
+    Ok(StreamRun {
+        bytes_per_s: (frames.saturating_sub(1) * size) as f64 / secs.max(1e-9),
+        p50_ns: crate::bench_chain::percentile(&r.latencies, 0.5),
+        p99_ns: crate::bench_chain::percentile(&r.latencies, 0.99),
+    })
+}
+
+/// The stream rows: across hosts, on one host, and TCP's bulk rate.
+fn streams(
+    hosts: &Hosts,
+    port: &mut u16,
+    tcp_bulk: Option<f64>,
+    out: &mut String,
+) -> Result<(), String> {
+    Step::new(
+        "stream bench binaries",
+        cargo([
+            "build",
+            "--release",
+            "-p",
+            "fastio-cli",
+            "-p",
+            "fastio-examples",
+            "--bin",
+            "fastio",
+            "--bin",
+            "fio-chainop",
+        ]),
+    )
+    .run()?;
+    let release = crate::bench::target_dir().join("release");
+    let dir = std::env::temp_dir().join(format!("fastio-stream-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
+    out.push_str(
+        "\nStreams: a source on host a, its sink on host b, frames at full speed (depth 4), \
+         each host running `fastio run --host`; the same definition on one host; TCP's bulk \
+         rate from the 64 MiB case above. Rates from the sink's first frame to its last; \
+         latency from the source's timestamp to the sink (one clock: the hosts share a kernel).\n\n\
+         | frame | one host | across hosts | across / TCP bulk | latency p50 / p99 across | one host p50 |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    let mb = |bps: f64| format!("{:.0} MB/s", bps / 1e6);
+    let result = dir.join("result.txt");
+    let def = dir.join("stream.yaml");
+    for (label, size, frames) in STREAM_CASES {
+        std::fs::write(
+            &def,
+            stream_yaml(&release.join("fio-chainop"), size, frames, &result),
+        )
+        .map_err(|e| format!("write {}: {e}", def.display()))?;
+        let fastio = release.join("fastio");
+        let local = stream_run(hosts, &fastio, &def, &result, size, frames, None)?;
+        *port += 1;
+        let across = stream_run(hosts, &fastio, &def, &result, size, frames, Some(*port))?;
+        let vs_tcp = tcp_bulk.map_or("-".to_owned(), |t| {
+            format!("×{:.2}", across.bytes_per_s / t)
+        });
+        out.push_str(&format!(
+            "| {label} | {} ({:.0} frames/s) | {} ({:.0} frames/s) | {vs_tcp} | {} / {} | {} |\n",
+            mb(local.bytes_per_s),
+            local.bytes_per_s / size as f64,
+            mb(across.bytes_per_s),
+            across.bytes_per_s / size as f64,
+            human(across.p50_ns),
+            human(across.p99_ns),
+            human(local.p50_ns),
+        ));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
 }
