@@ -8,16 +8,19 @@
 //! ```
 //!
 //! Host `a` sends N bytes, host `b` answers M bytes, and `a` times each
-//! exchange. `zenoh` is ours: a pipeline `ping` (on a) → `pong` (on b) →
-//! `back` (on a) whose entries cross through `fastio-net` as in a run
-//! (announcement, ready, 4 MiB pieces, published into a fresh allocation
-//! of the local context); each repetition is a run of its own, timed from
-//! `ping` succeeding to `pong`'s entry published on `a` (joining is not
-//! timed). `zraw` is Zenoh alone: one session, N bytes put from a buffer,
-//! M bytes put back from the subscriber's callback (where the time goes:
-//! Zenoh itself, or our protocol on top). `tcp` is the baseline: one plain
-//! TCP connection, N bytes written from a buffer and read into a buffer, M
-//! bytes back. Each prints `time_ns REP NS` lines (a) and
+//! exchange. `zenoh` is ours: one run of a pipeline of R round trips,
+//! `p<k>` (on a) → `q<k>` (on b) → `p<k+1>` (on a) …, whose entries cross
+//! through `fastio-net` as in any run (one message up to 1 MiB, received in
+//! Zenoh's callback; beyond, an announcement, ready, 1 MiB pieces; each
+//! published into a fresh allocation of the local context), each round
+//! trip timed from `p<k>` succeeding to `q<k>`'s entry published on `a`.
+//! One session carries them all, as TCP's one connection does below
+//! (joining is not timed; the first round trip, on a session just joined,
+//! is `time_ns 0`). `zraw` is Zenoh alone: one session, N bytes put from a
+//! buffer, M bytes put back (where the time goes: Zenoh itself, or our
+//! protocol on top). `tcp` is the baseline: one plain TCP connection, N
+//! bytes written from a buffer and read into a buffer, M bytes
+//! back. Each prints `time_ns REP NS` lines (a) and
 //! `anon_peak_kib KIB anon_base_kib KIB` (both): the most anonymous
 //! memory (heap, staging buffers; not the entry in shared memory) the
 //! process had, sampled every millisecond, and what it had at the start.
@@ -127,6 +130,7 @@ fn zraw(a: &Args) -> Result {
     use zenoh::Wait;
     let z = |e: zenoh::Error| e.to_string();
     let mut o = NetOptions::new(&a.role);
+    o.config_file = std::env::var_os("HOSTBENCH_ZENOH_CONFIG").map(Into::into);
     if a.role == "a" {
         o.listen = vec![a.peer.clone()];
     } else {
@@ -196,31 +200,43 @@ fn zraw(a: &Args) -> Result {
     Ok(())
 }
 
-fn definition(bytes: usize, back: usize) -> Result<Definition> {
-    let yaml = format!(
-        "api-version: 0.5.0
-name: hostbench
-placement:
-  default: a
-  hosts:
-    b: [pong]
-operators:
-- name: ping
-  container: {{command: [none]}}
-  output:
-  - {{name: v, type: array, element-type: uint8, shape: [{bytes}]}}
-- name: pong
-  container: {{command: [none]}}
-  input:
-  - {{from: ping, name: v, type: array, element-type: uint8, shape: [{bytes}]}}
-  output:
-  - {{name: w, type: array, element-type: uint8, shape: [{back}]}}
-- name: back
-  container: {{command: [none]}}
-  input:
-  - {{from: pong, name: w, type: array, element-type: uint8, shape: [{back}]}}
-"
+/// The bench's pipeline: `reps` round trips in one run. `p<k>` (on a)
+/// makes N bytes, `q<k>` (on b) reads them and makes M bytes, which
+/// `p<k+1>` reads; `end` (on a) reads the last answer.
+fn definition(bytes: usize, back: usize, reps: usize) -> Result<Definition> {
+    let mut yaml = String::from(
+        "api-version: 0.5.0\nname: hostbench\nplacement:\n  default: a\n  hosts:\n    b: [",
     );
+    let qs: Vec<String> = (0..reps).map(|k| format!("q{k}")).collect();
+    yaml.push_str(&qs.join(", "));
+    yaml.push_str("]\noperators:\n");
+    let port = |from: Option<String>, name: &str, n: usize| {
+        let from = from.map_or(String::new(), |f| format!("from: {f}, "));
+        format!("  - {{{from}name: {name}, type: array, element-type: uint8, shape: [{n}]}}\n")
+    };
+    for k in 0..=reps {
+        let name = if k == reps {
+            "end".to_owned()
+        } else {
+            format!("p{k}")
+        };
+        yaml.push_str(&format!(
+            "- name: {name}\n  container: {{command: [none]}}\n"
+        ));
+        if k > 0 {
+            yaml.push_str("  input:\n");
+            yaml.push_str(&port(Some(format!("q{}", k - 1)), "w", back));
+        }
+        if k < reps {
+            yaml.push_str("  output:\n");
+            yaml.push_str(&port(None, "v", bytes));
+            yaml.push_str(&format!(
+                "- name: q{k}\n  container: {{command: [none]}}\n  input:\n{}  output:\n{}",
+                port(Some(format!("p{k}")), "v", bytes),
+                port(None, "w", back)
+            ));
+        }
+    }
     Definition::parse("hostbench.yaml", &yaml, &[])
         .map_err(|d| d.first().map(|x| x.to_string()).unwrap_or_default())
 }
@@ -237,12 +253,15 @@ fn wait_for(link: &ZenohLink, want: usize) -> Result {
     }
 }
 
-const PING: usize = 0;
-const PONG: usize = 1;
-
 fn zenoh(a: &Args) -> Result {
-    let def = definition(a.bytes, a.back)?;
+    let def = definition(a.bytes, a.back, a.reps)?;
     let p = &def.pipeline;
+    let op = |name: &str| -> Result<usize> {
+        p.operators
+            .iter()
+            .position(|o| o.name == name)
+            .ok_or(format!("no operator {name}"))
+    };
     let err = |e: fastio::Error| e.to_string();
     let ctx = Context::new(
         &ContextOptions::new()
@@ -251,56 +270,66 @@ fn zenoh(a: &Args) -> Result {
     )
     .map_err(err)?;
     let stop = AtomicBool::new(false);
+    let mut o = NetOptions::new(&a.role);
+    o.config_file = std::env::var_os("HOSTBENCH_ZENOH_CONFIG").map(Into::into);
+    if a.role == "a" {
+        o.listen = vec![a.peer.clone()];
+    } else {
+        o.connect = vec![a.peer.clone()];
+    }
+    let mut link = ZenohLink::new(p, o)?;
+    link.start(&ctx)?;
+    let u8s = || dtype::Type::primitive(dtype::Primitive::UInt8);
     for rep in 0..a.reps {
-        let mut o = NetOptions::new(&a.role);
-        o.config_file = std::env::var_os("HOSTBENCH_ZENOH_CONFIG").map(Into::into);
-        o.run_id = format!("r{rep}");
+        let (pk, qk) = (format!("p{rep}"), format!("q{rep}"));
         if a.role == "a" {
-            o.listen = vec![a.peer.clone()];
-        } else {
-            o.connect = vec![a.peer.clone()];
-        }
-        let mut link = ZenohLink::new(p, o)?;
-        if a.role == "a" {
-            let mut v = ctx
-                .create_array(dtype::Type::primitive(dtype::Primitive::UInt8), &[a.bytes])
-                .map_err(err)?;
+            let mut v = ctx.create_array(u8s(), &[a.bytes]).map_err(err)?;
             for (i, b) in v.map_mut().map_err(err)?.iter_mut().enumerate() {
                 *b = (i * 7 + rep) as u8;
             }
-            v.publish_and_release("ping/v").map_err(err)?;
-            link.start(&ctx)?;
+            v.publish_and_release(&format!("{pk}/v")).map_err(err)?;
             let t0 = Instant::now();
-            link.operator_finished(&ctx, PING, Ok(()));
-            wait_for(&link, PONG)?;
+            link.operator_finished(&ctx, op(&pk)?, Ok(()));
+            wait_for(&link, op(&qk)?)?;
             let ns = t0.elapsed().as_nanos();
             println!("time_ns {rep} {ns}");
-            link.operator_finished(&ctx, 2, Ok(()));
-            if let Some(f) = link.finish(None, &stop) {
-                return Err(format!("{f:?}"));
-            }
-            ctx.get("ping/v").map_err(err)?.free().map_err(err)?;
-            ctx.get("pong/w").map_err(err)?.free().map_err(err)?;
+            ctx.get(&format!("{pk}/v"))
+                .map_err(err)?
+                .free()
+                .map_err(err)?;
+            ctx.get(&format!("{qk}/w"))
+                .map_err(err)?
+                .free()
+                .map_err(err)?;
         } else {
-            link.start(&ctx)?;
-            wait_for(&link, PING)?;
+            wait_for(&link, op(&pk)?)?;
             {
-                let input = ctx.map("ping/v").map_err(err)?;
-                let mut w = ctx
-                    .create_array(dtype::Type::primitive(dtype::Primitive::UInt8), &[a.back])
-                    .map_err(err)?;
+                let input = ctx.map(&format!("{pk}/v")).map_err(err)?;
+                if input.len() != a.bytes || input.first() != Some(&(rep as u8)) {
+                    return Err(format!("{pk}/v arrived wrong"));
+                }
+                let mut w = ctx.create_array(u8s(), &[a.back]).map_err(err)?;
                 w.map_mut()
                     .map_err(err)?
                     .copy_from_slice(&input[..a.back.min(input.len())]);
-                w.publish_and_release("pong/w").map_err(err)?;
+                w.publish_and_release(&format!("{qk}/w")).map_err(err)?;
             }
-            link.operator_finished(&ctx, PONG, Ok(()));
-            if let Some(f) = link.finish(None, &stop) {
-                return Err(format!("{f:?}"));
-            }
-            ctx.get("ping/v").map_err(err)?.free().map_err(err)?;
-            ctx.get("pong/w").map_err(err)?.free().map_err(err)?;
+            link.operator_finished(&ctx, op(&qk)?, Ok(()));
+            ctx.get(&format!("{pk}/v"))
+                .map_err(err)?
+                .free()
+                .map_err(err)?;
+            ctx.get(&format!("{qk}/w"))
+                .map_err(err)?
+                .free()
+                .map_err(err)?;
         }
+    }
+    if a.role == "a" {
+        link.operator_finished(&ctx, op("end")?, Ok(()));
+    }
+    if let Some(f) = link.finish(None, &stop) {
+        return Err(format!("{f:?}"));
     }
     Ok(())
 }

@@ -566,6 +566,16 @@ impl ZenohLink {
                 continue;
             }
             let (tx, rx) = bounded::<(ChunkHeader, ZBytes)>(1);
+            let import = Arc::new(Import {
+                inner: inner.clone(),
+                ctx: ctx.clone(),
+                entry: c.entry,
+                from: p.placement.hosts[c.from].clone(),
+                status: self.status.clone(),
+                stop: self.stop.clone(),
+                begun: AtomicBool::new(false),
+            });
+            let here_import = import.clone();
             let sub = session
                 .declare_subscriber(format!("{prefix}/entry/{}", p.plan.entries[c.entry].key))
                 .callback(move |s: Sample| {
@@ -575,22 +585,34 @@ impl ZenohLink {
                         .and_then(|a| {
                             ChunkHeader::decode(&a.to_bytes()).map_err(|e| e.to_string())
                         });
-                    if let Ok(h) = header {
-                        let _ = tx.send((h, s.payload().clone()));
+                    let h = match header {
+                        Ok(h) => h,
+                        // Whatever it was, the entry cannot be trusted
+                        // to arrive whole: fail it rather than wait.
+                        Err(why) => {
+                            here_import.fail(format!("a piece with a bad header: {why}"));
+                            return;
+                        }
+                    };
+                    let payload = s.payload();
+                    // A sending of one message is received here, at once;
+                    // pieces of a larger one go to the importer's thread.
+                    let whole = h.offset == 0 && payload.len() as u64 == h.total;
+                    if whole && !here_import.begun.swap(true, Ordering::AcqRel) {
+                        if let Err(why) = here_import.whole(&h, payload) {
+                            here_import.fail(why);
+                        }
+                    } else {
+                        if h.offset == 0 {
+                            here_import.begun.store(true, Ordering::Release);
+                        }
+                        let _ = tx.send((h, payload.clone()));
                     }
                 })
                 .wait()
                 .map_err(|e| format!("zenoh: {e}"))?;
             self.subscribers.push(sub);
-            let worker = Importer {
-                inner: inner.clone(),
-                ctx: ctx.clone(),
-                entry: c.entry,
-                from: p.placement.hosts[c.from].clone(),
-                rx,
-                status: self.status.clone(),
-                stop: self.stop.clone(),
-            };
+            let worker = Importer { import, rx };
             self.workers.push(std::thread::spawn(move || worker.run()));
         }
         // 3. Liveliness: hosts and operators (with what is there already).
@@ -933,52 +955,36 @@ fn send_entry(
     Ok(())
 }
 
-/// Receives one entry from another host into a fresh allocation of the
-/// local context and publishes it under its entry name.
-struct Importer {
+/// What receiving one entry from another host needs: where it goes (a
+/// fresh allocation of the local context, published under its entry name)
+/// and whom to tell.
+struct Import {
     inner: Arc<Inner>,
     ctx: Context,
     entry: usize,
     from: String,
-    rx: Receiver<(ChunkHeader, ZBytes)>,
     status: Option<Arc<Publisher<'static>>>,
     stop: Arc<AtomicBool>,
+    /// Set once a sending has begun here (in Zenoh's callback or in the
+    /// importer's thread): an entry is received once.
+    begun: AtomicBool,
 }
 
-impl Importer {
-    fn run(self) {
-        if let Err(why) = self.receive() {
-            let e = &self.inner.pipeline.plan.entries[self.entry];
-            let _ = self.inner.events.send(LinkEvent::RemoteFailed {
-                op: e.producer,
-                host: self.from.clone(),
-                why: format!("entry {}: {why}", e.name),
-            });
-        }
+impl Import {
+    /// Tells the driver that the entry cannot arrive.
+    fn fail(&self, why: String) {
+        let e = &self.inner.pipeline.plan.entries[self.entry];
+        let _ = self.inner.events.send(LinkEvent::RemoteFailed {
+            op: e.producer,
+            host: self.from.clone(),
+            why: format!("entry {}: {why}", e.name),
+        });
     }
 
-    /// The next piece; `None` when the run stops or the sending host is
-    /// gone.
-    fn next(&self) -> Result<Option<(ChunkHeader, ZBytes)>, String> {
-        loop {
-            match self.rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(piece) => return Ok(Some(piece)),
-                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return Ok(None),
-                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                    if self.stop.load(Ordering::Relaxed) || self.inner.host_gone(&self.from) {
-                        return Ok(None);
-                    }
-                }
-            }
-        }
-    }
-
-    fn receive(&self) -> Result<(), String> {
-        let plan = &self.inner.pipeline.plan;
-        let e = &plan.entries[self.entry];
-        let Some((first, payload)) = self.next()? else {
-            return Ok(());
-        };
+    /// Checks an announcement (the first piece of a sending) against the
+    /// plan; the dimensions to allocate.
+    fn announced(&self, first: &ChunkHeader, payload: &ZBytes) -> Result<Vec<usize>, String> {
+        let e = &self.inner.pipeline.plan.entries[self.entry];
         // The announcement: offset 0, and no bytes, or all of them.
         if first.offset != 0 || !(payload.is_empty() || payload.len() as u64 == first.total) {
             return Err(format!(
@@ -1006,21 +1012,114 @@ impl Importer {
                 first.shape, e.shape
             ));
         }
-        let dims: Vec<usize> = first
+        // (`ChunkHeader::decode` saw that `total` is what the shape needs.)
+        first
             .shape
             .iter()
             .map(|&d| usize::try_from(d).map_err(|_| format!("dimension {d} is too large")))
-            .collect::<Result<_, _>>()?;
-        let mut alloc = self
-            .ctx
-            .create_array(dtype::Type::primitive(e.element), &dims)
+            .collect()
+    }
+
+    /// A fresh allocation of the local context for the announced entry.
+    fn allocate(&self, dims: &[usize]) -> Result<fastio::Allocation, String> {
+        let e = &self.inner.pipeline.plan.entries[self.entry];
+        self.ctx
+            .create_array(dtype::Type::primitive(e.element), dims)
+            .map_err(|x| x.to_string())
+    }
+
+    /// Publishes the received entry and tells the driver and the sender.
+    fn publish(&self, alloc: fastio::Allocation, total: u64) -> Result<(), String> {
+        let e = &self.inner.pipeline.plan.entries[self.entry];
+        alloc
+            .publish_and_release(&e.key)
             .map_err(|x| x.to_string())?;
+        {
+            let mut st = self.inner.lock();
+            st.imported.insert(self.entry, total);
+            self.inner.maybe_ready(&mut st, e.producer);
+        }
+        if let Some(p) = &self.status {
+            let _ = p.put(Status::Received(e.key.clone()).encode()).wait();
+        }
+        Ok(())
+    }
+
+    /// A sending that came whole in one message, received in Zenoh's
+    /// callback (no hand-over to another thread: the bytes are at most
+    /// [`CHUNK_BYTES`], one copy into the allocation).
+    fn whole(&self, header: &ChunkHeader, payload: &ZBytes) -> Result<(), String> {
+        let dims = self.announced(header, payload)?;
+        let mut alloc = self.allocate(&dims)?;
+        {
+            let mut map = alloc.map_mut().map_err(|x| x.to_string())?;
+            copy_piece(&mut map, header, payload)?;
+        }
+        self.publish(alloc, header.total)
+    }
+}
+
+/// Copies one piece into the entry's bytes; the offset after it.
+fn copy_piece(map: &mut [u8], h: &ChunkHeader, bytes: &ZBytes) -> Result<u64, String> {
+    let mut at = h.offset as usize;
+    for slice in bytes.slices() {
+        let end = at
+            .checked_add(slice.len())
+            .filter(|&end| end as u64 <= h.total && end <= map.len())
+            .ok_or_else(|| format!("a piece runs past the entry's {} bytes", h.total))?;
+        map[at..end].copy_from_slice(slice);
+        at = end;
+    }
+    Ok(at as u64)
+}
+
+/// Receives, in a thread of its own, an entry that comes as several
+/// pieces: it makes room for it, says it is ready, and copies the pieces
+/// in as they come.
+struct Importer {
+    import: Arc<Import>,
+    rx: Receiver<(ChunkHeader, ZBytes)>,
+}
+
+impl Importer {
+    fn run(self) {
+        if let Err(why) = self.receive() {
+            self.import.fail(why);
+        }
+    }
+
+    /// The next piece; `None` when the run stops or the sending host is
+    /// gone.
+    fn next(&self) -> Result<Option<(ChunkHeader, ZBytes)>, String> {
+        loop {
+            match self.rx.recv_timeout(Duration::from_millis(100)) {
+                Ok(piece) => return Ok(Some(piece)),
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return Ok(None),
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
+                    if self.import.stop.load(Ordering::Relaxed)
+                        || self.import.inner.host_gone(&self.import.from)
+                    {
+                        return Ok(None);
+                    }
+                }
+            }
+        }
+    }
+
+    fn receive(&self) -> Result<(), String> {
+        let imp = &self.import;
+        let e = &imp.inner.pipeline.plan.entries[imp.entry];
+        let Some((first, payload)) = self.next()? else {
+            return Ok(());
+        };
+        let dims = imp.announced(&first, &payload)?;
+        let mut alloc = imp.allocate(&dims)?;
         {
             let mut map = alloc.map_mut().map_err(|x| x.to_string())?;
             // Room is made (the context backs the allocation when it is
             // created): the bytes may come.
             if first.total > CHUNK_BYTES as u64
-                && let Some(p) = &self.status
+                && let Some(p) = &imp.status
             {
                 p.put(Status::Ready(e.key.clone()).encode())
                     .wait()
@@ -1039,18 +1138,7 @@ impl Importer {
                         h.offset
                     ));
                 }
-                let mut at = h.offset as usize;
-                for slice in bytes.slices() {
-                    let end = at
-                        .checked_add(slice.len())
-                        .filter(|&end| end as u64 <= h.total)
-                        .ok_or_else(|| {
-                            format!("a piece runs past the entry's {} bytes", h.total)
-                        })?;
-                    map[at..end].copy_from_slice(slice);
-                    at = end;
-                }
-                got = at as u64;
+                got = copy_piece(&mut map, &h, &bytes)?;
                 if got == first.total {
                     break;
                 }
@@ -1058,7 +1146,7 @@ impl Importer {
                     Some(next) => piece = Some(next),
                     // Dropping `alloc` unpublished gives its memory back:
                     // a half-received entry is never published.
-                    None if self.stop.load(Ordering::Relaxed) => return Ok(()),
+                    None if imp.stop.load(Ordering::Relaxed) => return Ok(()),
                     None => {
                         return Err(format!(
                             "the host went away after {got} of {} bytes",
@@ -1068,18 +1156,7 @@ impl Importer {
                 }
             }
         }
-        alloc
-            .publish_and_release(&e.key)
-            .map_err(|x| x.to_string())?;
-        {
-            let mut st = self.inner.lock();
-            st.imported.insert(self.entry, first.total);
-            self.inner.maybe_ready(&mut st, e.producer);
-        }
-        if let Some(p) = &self.status {
-            let _ = p.put(Status::Received(e.key.clone()).encode()).wait();
-        }
-        Ok(())
+        imp.publish(alloc, first.total)
     }
 }
 

@@ -1,0 +1,222 @@
+//! A sender that does not keep the protocol: every piece a host receives
+//! is checked against the plan before a byte of it is published, and a bad
+//! one fails the entry with a reason (never a panic, never a published
+//! half-entry). The sender here is a bare Zenoh session on loopback that
+//! joins the run as host `a` and puts forged pieces on the entry's key.
+
+#![cfg(feature = "zenoh")]
+
+use std::time::{Duration, Instant};
+
+use dtype::Primitive;
+use fastio::plan::EntryKind;
+use fastio::{Context, ContextOptions};
+use fastio_net::wire::ChunkHeader;
+use fastio_net::{NetOptions, ZenohLink, run_prefix};
+use fastio_pipeline::{Definition, HostLink, LinkEvent};
+use zenoh::Wait;
+use zenoh::bytes::ZBytes;
+
+const YAML: &str = "api-version: 0.5.0
+name: forged
+placement:
+  default: a
+  hosts:
+    b: [pong]
+operators:
+- name: ping
+  container: {command: [none]}
+  output:
+  - {name: v, type: array, element-type: uint8, shape: [4096]}
+- name: pong
+  container: {command: [none]}
+  input:
+  - {from: ping, name: v, type: array, element-type: uint8, shape: [4096]}
+";
+
+/// A piece's header (`.encode()` it for the attachment).
+fn header(element: Primitive, shape: &[u64], total: u64, offset: u64) -> ChunkHeader {
+    ChunkHeader {
+        kind: EntryKind::Array,
+        element,
+        shape: shape.to_vec(),
+        total,
+        offset,
+        transfer: 7,
+    }
+}
+
+/// Runs host b, sends `pieces` as host a, and returns b's first event
+/// and whether `ping/v` was published on b.
+fn receive(case: u16, pieces: Vec<(Vec<u8>, Vec<u8>)>) -> (LinkEvent, Option<Vec<u8>>) {
+    let def = Definition::parse("forged.yaml", YAML, &[]).expect("definition");
+    let pipeline = &def.pipeline;
+    let run_id = format!("forged{case}");
+    let port = 20000 + (std::process::id() % 20000) as u16 + case;
+    let endpoint = format!("tcp/127.0.0.1:{port}");
+    // Host a: a bare session, its host token, listening.
+    let mut a = NetOptions::new("a");
+    a.listen = vec![endpoint.clone()];
+    let session = zenoh::open(a.zenoh_config().expect("config"))
+        .wait()
+        .expect("session a");
+    let prefix = run_prefix(&pipeline.name, &run_id);
+    let _token = session
+        .liveliness()
+        .declare_token(format!("{prefix}/host/a"))
+        .wait()
+        .expect("token");
+    let publisher = session
+        .declare_publisher(format!("{prefix}/entry/ping/v"))
+        .wait()
+        .expect("publisher");
+    // Host b: ours.
+    let ctx =
+        Context::new(&ContextOptions::new().capacity(16 << 20).anonymous(true)).expect("context");
+    let mut b = NetOptions::new("b");
+    b.run_id = run_id;
+    b.connect = vec![endpoint];
+    b.join_timeout = Duration::from_secs(20);
+    let mut link = ZenohLink::new(pipeline, b).expect("link");
+    link.start(&ctx).expect("b joins");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !publisher
+        .matching_status()
+        .wait()
+        .expect("matching")
+        .matching()
+    {
+        assert!(Instant::now() < deadline, "b's subscriber never showed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    for (attachment, bytes) in pieces {
+        let put = publisher.put(ZBytes::from(bytes));
+        if attachment.is_empty() {
+            put.wait()
+        } else {
+            put.attachment(attachment).wait()
+        }
+        .expect("put");
+    }
+    let event = link
+        .events()
+        .recv_timeout(Duration::from_secs(20))
+        .expect("b says what became of the entry");
+    let published = ctx.map("ping/v").ok().map(|m| m.to_vec());
+    (event, published)
+}
+
+fn failed_with(case: u16, pieces: Vec<(Vec<u8>, Vec<u8>)>, why: &str) {
+    let (event, published) = receive(case, pieces);
+    match event {
+        LinkEvent::RemoteFailed { op, host, why: got } => {
+            assert_eq!((op, host.as_str()), (0, "a"));
+            assert!(
+                got.contains("entry v") || got.contains("entry ping"),
+                "{got}"
+            );
+            assert!(got.contains(why), "wanted {why:?} in {got:?}");
+        }
+        other => panic!("wanted a failure with {why:?}, got {other:?}"),
+    }
+    assert!(published.is_none(), "a bad sending was published");
+}
+
+#[test]
+fn a_whole_entry_in_one_message_is_published_as_sent() {
+    let bytes: Vec<u8> = (0..4096u32).map(|i| (i * 31 % 251) as u8).collect();
+    let (event, published) = receive(
+        0,
+        vec![(
+            header(Primitive::UInt8, &[4096], 4096, 0).encode(),
+            bytes.clone(),
+        )],
+    );
+    assert!(
+        matches!(event, LinkEvent::RemoteSucceeded { op: 0, bytes: 4096 }),
+        "{event:?}"
+    );
+    assert_eq!(published.as_deref(), Some(&bytes[..]));
+}
+
+#[test]
+fn another_element_type_than_the_plan_says_fails_the_entry() {
+    failed_with(
+        1,
+        vec![(
+            header(Primitive::Float32, &[1024], 4096, 0).encode(),
+            vec![1; 4096],
+        )],
+        "the plan says",
+    );
+}
+
+#[test]
+fn another_shape_than_the_plan_says_fails_the_entry() {
+    failed_with(
+        2,
+        vec![(
+            header(Primitive::UInt8, &[2048], 2048, 0).encode(),
+            vec![1; 2048],
+        )],
+        "shape [2048] arrived",
+    );
+}
+
+#[test]
+fn more_bytes_announced_than_the_shape_holds_fail_the_entry() {
+    failed_with(
+        3,
+        vec![(
+            header(Primitive::UInt8, &[4096], 8192, 0).encode(),
+            vec![1; 8192],
+        )],
+        "a piece with a bad header: ",
+    );
+}
+
+#[test]
+fn a_piece_without_a_header_fails_the_entry() {
+    failed_with(
+        7,
+        vec![(Vec::new(), vec![1; 4096])],
+        "a piece without its header",
+    );
+}
+
+#[test]
+fn a_header_of_something_else_fails_the_entry() {
+    let mut h = header(Primitive::UInt8, &[4096], 4096, 0).encode();
+    h[0] = b'X';
+    failed_with(8, vec![(h, vec![1; 4096])], "a piece with a bad header: ");
+}
+
+#[test]
+fn a_first_piece_that_is_neither_announcement_nor_whole_fails_the_entry() {
+    failed_with(
+        4,
+        vec![(
+            header(Primitive::UInt8, &[4096], 4096, 0).encode(),
+            vec![1; 100],
+        )],
+        "starts with its announcement",
+    );
+}
+
+#[test]
+fn a_piece_out_of_order_fails_the_entry() {
+    failed_with(
+        5,
+        vec![
+            (
+                header(Primitive::UInt8, &[4096], 4096, 0).encode(),
+                Vec::new(),
+            ),
+            (
+                header(Primitive::UInt8, &[4096], 4096, 4000).encode(),
+                vec![1; 96],
+            ),
+        ],
+        "a piece at byte 4000 arrived where byte 0 was due",
+    );
+}
