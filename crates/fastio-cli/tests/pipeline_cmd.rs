@@ -123,3 +123,70 @@ fn run_reports_success_and_failure() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("sometimes            exit 4"), "{stdout}");
 }
+
+/// The state letter of `/proc/<pid>/stat` and the parent pid; None when
+/// the process is gone.
+fn proc_state(pid: u32) -> Option<(char, u32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command's name (in parentheses, which may hold spaces).
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut w = rest.split_whitespace();
+    let state = w.next()?.chars().next()?;
+    let ppid = w.next()?.parse().ok()?;
+    Some((state, ppid))
+}
+
+#[test]
+fn a_driver_killed_with_sigkill_takes_its_running_operators_with_it() {
+    let file = write(
+        "sleeper.yaml",
+        "api-version: 0.5.0
+name: sleeper
+operators:
+- name: sleeper
+  container: {image: sh, command: [sleep, '60']}
+",
+    );
+    let mut driver = fastio()
+        .arg("run")
+        .arg(&file)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The operator: the driver's child running `sleep`.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let op = loop {
+        let found = std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .find(|&pid| {
+                proc_state(pid).is_some_and(|(s, ppid)| ppid == driver.id() && s != 'Z')
+                    && std::fs::read_to_string(format!("/proc/{pid}/comm"))
+                        .is_ok_and(|c| c.trim() == "sleep")
+            });
+        if let Some(pid) = found {
+            break pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the operator never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    driver.kill().unwrap();
+    driver.wait().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let gone = loop {
+        // Gone, or dead and waiting for whoever adopted it to reap it.
+        match proc_state(op) {
+            None | Some(('Z', _)) => break true,
+            Some(_) if std::time::Instant::now() > deadline => break false,
+            Some(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    };
+    if !gone {
+        let _ = Command::new("kill").args(["-9", &op.to_string()]).status();
+    }
+    assert!(gone, "operator {op} ran on after its driver was killed");
+}

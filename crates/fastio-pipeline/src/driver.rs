@@ -473,6 +473,8 @@ impl LocalDriver {
         for (k, v) in &def.variables {
             cmd.env(k, v);
         }
+        // Killed with the driver: never an orphaned operator.
+        crate::sys::die_with_driver(&mut cmd);
         for (name, dir) in dirs.streams.iter() {
             cmd.env(name, dir);
         }

@@ -1,7 +1,8 @@
 //! The driver's system calls (the only module of this crate with
 //! `unsafe`; the crate root denies it elsewhere): reaping an operator with
-//! its resource usage, signalling an operator's process group, and the
-//! clock tick of `/proc`'s CPU times.
+//! its resource usage, signalling an operator's process group, tying an
+//! operator's life to the driver's, and the clock tick of `/proc`'s CPU
+//! times.
 
 /// Waits for our child `pid` to exit (retrying on `EINTR`): its wait
 /// status and resource usage, or None when it cannot be waited for (not
@@ -42,4 +43,33 @@ pub(crate) fn clock_ticks_per_second() -> u64 {
     // SAFETY: sysconf reads a system constant; no memory of ours is involved.
     let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     u64::try_from(t).ok().filter(|&t| t > 0).unwrap_or(100)
+}
+
+/// Makes the operator `cmd` spawns die (`SIGKILL`) when the driver's
+/// thread that spawned it ends, however it ends: a driver killed with
+/// `SIGKILL` leaves no operator running on behind it. (Linux ties the
+/// signal to the spawning thread; the driver spawns from the thread that
+/// runs the pipeline, which outlives every operator it waits for. The
+/// operator's own children are not covered: it may do the same for them.)
+pub(crate) fn die_with_driver(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: `getpid` reads our own pid.
+    let driver = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the child between fork and exec. It
+    // makes three system calls (prctl, getppid, and errno's read), all
+    // async-signal-safe, allocates nothing and takes no lock, so it cannot
+    // deadlock on state another thread of the driver held at the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The driver may have died before the call above: then no
+            // signal will come, and the operator must not start.
+            if libc::getppid() != driver {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        });
+    }
 }
