@@ -100,6 +100,67 @@ pub fn entry_bytes(element: Primitive, shape: &[u64]) -> Option<u64> {
         .try_fold(element.size() as u64, |acc, &d| acc.checked_mul(d))
 }
 
+/// What every header of ours begins with (chunks and stream messages):
+/// 4 bytes of magic, the version, a code (the entry kind or the stream
+/// message's kind), the number of dimensions, a reserved zero byte, the
+/// element type's name (16 bytes, NUL-padded), three words up to byte 48,
+/// then one word per dimension. Read and checked once, here.
+struct Header<'a> {
+    b: &'a [u8],
+    code: u8,
+    element: Primitive,
+    shape: Vec<u64>,
+}
+
+impl<'a> Header<'a> {
+    /// Checks length, magic, version, dimensions, the reserved byte and
+    /// the element name of a header of `fixed` bytes before its shape.
+    fn read(b: &'a [u8], magic: [u8; 4], fixed: usize) -> Result<Header<'a>, WireError> {
+        if b.len() < fixed {
+            return Err(WireError::Length {
+                got: b.len(),
+                want: fixed,
+            });
+        }
+        let got = [b[0], b[1], b[2], b[3]];
+        if got != magic {
+            return Err(WireError::Magic(got));
+        }
+        if b[4] != VERSION {
+            return Err(WireError::Version(b[4]));
+        }
+        let ndim = usize::from(b[6]);
+        if ndim > MAX_DIMS {
+            return Err(WireError::Field(format!(
+                "{ndim} dimensions; at most {MAX_DIMS}"
+            )));
+        }
+        let want = fixed + 8 * ndim;
+        if b.len() != want {
+            return Err(WireError::Length { got: b.len(), want });
+        }
+        if b[7] != 0 {
+            return Err(WireError::Field(format!("reserved byte {}", b[7])));
+        }
+        let element = read_name(&b[8..24])?;
+        let mut h = Header {
+            b,
+            code: b[5],
+            element,
+            shape: Vec::new(),
+        };
+        h.shape = (0..ndim).map(|i| h.word(fixed + 8 * i)).collect();
+        Ok(h)
+    }
+
+    /// The little-endian word at byte `at` (within the checked length).
+    fn word(&self, at: usize) -> u64 {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&self.b[at..at + 8]);
+        u64::from_le_bytes(w)
+    }
+}
+
 impl ChunkHeader {
     /// The header's bytes.
     pub fn encode(&self) -> Vec<u8> {
@@ -123,47 +184,15 @@ impl ChunkHeader {
     /// dimensions, and that `total` is what the shape needs and `offset`
     /// lies within it.
     pub fn decode(b: &[u8]) -> Result<ChunkHeader, WireError> {
-        if b.len() < FIXED_BYTES {
-            return Err(WireError::Length {
-                got: b.len(),
-                want: FIXED_BYTES,
-            });
-        }
-        let word = |at: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&b[at..at + 8]);
-            u64::from_le_bytes(w)
-        };
-        let magic = [b[0], b[1], b[2], b[3]];
-        if magic != MAGIC {
-            return Err(WireError::Magic(magic));
-        }
-        if b[4] != VERSION {
-            return Err(WireError::Version(b[4]));
-        }
-        let kind = match b[5] {
+        let h = Header::read(b, MAGIC, FIXED_BYTES)?;
+        let kind = match h.code {
             0 => EntryKind::Array,
             1 => EntryKind::String,
             2 => EntryKind::Scalar,
             k => return Err(WireError::Field(format!("entry kind {k}"))),
         };
-        let ndim = usize::from(b[6]);
-        if ndim > MAX_DIMS {
-            return Err(WireError::Field(format!(
-                "{ndim} dimensions; at most {MAX_DIMS}"
-            )));
-        }
-        let want = FIXED_BYTES + 8 * ndim;
-        if b.len() != want {
-            return Err(WireError::Length { got: b.len(), want });
-        }
-        if b[7] != 0 {
-            return Err(WireError::Field(format!("reserved byte {}", b[7])));
-        }
-        let element = read_name(&b[8..24])?;
-        let shape: Vec<u64> = (0..ndim).map(|i| word(FIXED_BYTES + 8 * i)).collect();
-        let total = word(24);
-        let offset = word(32);
+        let (total, offset, transfer) = (h.word(24), h.word(32), h.word(40));
+        let (element, shape) = (h.element, h.shape);
         let need = entry_bytes(element, &shape)
             .ok_or_else(|| WireError::Field(format!("shape {shape:?} overflows")))?;
         if total != need {
@@ -182,7 +211,7 @@ impl ChunkHeader {
             shape,
             total,
             offset,
-            transfer: word(40),
+            transfer,
         })
     }
 }
@@ -298,48 +327,16 @@ impl StreamMsg {
     /// dimensions (a frame's bytes must not overflow; an end or a poison
     /// has none and zero source fields).
     pub fn decode(b: &[u8]) -> Result<StreamMsg, WireError> {
-        if b.len() < STREAM_FIXED_BYTES {
-            return Err(WireError::Length {
-                got: b.len(),
-                want: STREAM_FIXED_BYTES,
-            });
-        }
-        let word = |at: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&b[at..at + 8]);
-            u64::from_le_bytes(w)
-        };
-        let magic = [b[0], b[1], b[2], b[3]];
-        if magic != STREAM_MAGIC {
-            return Err(WireError::Magic(magic));
-        }
-        if b[4] != VERSION {
-            return Err(WireError::Version(b[4]));
-        }
-        let ndim = usize::from(b[6]);
-        if ndim > MAX_DIMS {
-            return Err(WireError::Field(format!(
-                "{ndim} dimensions; at most {MAX_DIMS}"
-            )));
-        }
-        let want = STREAM_FIXED_BYTES + 8 * ndim;
-        if b.len() != want {
-            return Err(WireError::Length { got: b.len(), want });
-        }
-        if b[7] != 0 {
-            return Err(WireError::Field(format!("reserved byte {}", b[7])));
-        }
-        let element = read_name(&b[8..24])?;
-        let (a, src, ts) = (word(24), word(32), word(40));
-        let shape: Vec<u64> = (0..ndim)
-            .map(|i| word(STREAM_FIXED_BYTES + 8 * i))
-            .collect();
-        if b[5] != 0 && (ndim != 0 || src != 0 || ts != 0) {
+        let h = Header::read(b, STREAM_MAGIC, STREAM_FIXED_BYTES)?;
+        let (a, src, ts) = (h.word(24), h.word(32), h.word(40));
+        let (code, element, shape) = (h.code, h.element, h.shape);
+        let ndim = shape.len();
+        if code != 0 && (ndim != 0 || src != 0 || ts != 0) {
             return Err(WireError::Field(
                 "an end or a poison has no shape and no source".into(),
             ));
         }
-        match b[5] {
+        match code {
             0 => {
                 entry_bytes(element, &shape)
                     .ok_or_else(|| WireError::Field(format!("shape {shape:?} overflows")))?;
