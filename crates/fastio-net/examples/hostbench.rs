@@ -293,14 +293,6 @@ fn zenoh(a: &Args) -> Result {
             wait_for(&link, op(&qk)?)?;
             let ns = t0.elapsed().as_nanos();
             println!("time_ns {rep} {ns}");
-            ctx.get(&format!("{pk}/v"))
-                .map_err(err)?
-                .free()
-                .map_err(err)?;
-            ctx.get(&format!("{qk}/w"))
-                .map_err(err)?
-                .free()
-                .map_err(err)?;
         } else {
             wait_for(&link, op(&pk)?)?;
             {
@@ -315,14 +307,10 @@ fn zenoh(a: &Args) -> Result {
                 w.publish_and_release(&format!("{qk}/w")).map_err(err)?;
             }
             link.operator_finished(&ctx, op(&qk)?, Ok(()));
-            ctx.get(&format!("{pk}/v"))
-                .map_err(err)?
-                .free()
-                .map_err(err)?;
-            ctx.get(&format!("{qk}/w"))
-                .map_err(err)?
-                .free()
-                .map_err(err)?;
+        }
+        // Both entries of the round trip are done with on both hosts.
+        for name in [format!("{pk}/v"), format!("{qk}/w")] {
+            ctx.get(&name).map_err(err)?.free().map_err(err)?;
         }
     }
     if a.role == "a" {

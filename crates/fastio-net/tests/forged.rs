@@ -46,6 +46,17 @@ fn header(element: Primitive, shape: &[u64], total: u64, offset: u64) -> ChunkHe
     }
 }
 
+/// A piece: its encoded header and `len` bytes of ones.
+fn piece(
+    element: Primitive,
+    shape: &[u64],
+    total: u64,
+    offset: u64,
+    len: usize,
+) -> (Vec<u8>, Vec<u8>) {
+    (header(element, shape, total, offset).encode(), vec![1; len])
+}
+
 /// Runs host b, sends `pieces` as host a, and returns b's first event
 /// and whether `ping/v` was published on b.
 fn receive(case: u16, pieces: Vec<(Vec<u8>, Vec<u8>)>) -> (LinkEvent, Option<Vec<u8>>) {
@@ -143,10 +154,7 @@ fn a_whole_entry_in_one_message_is_published_as_sent() {
 fn another_element_type_than_the_plan_says_fails_the_entry() {
     failed_with(
         1,
-        vec![(
-            header(Primitive::Float32, &[1024], 4096, 0).encode(),
-            vec![1; 4096],
-        )],
+        vec![piece(Primitive::Float32, &[1024], 4096, 0, 4096)],
         "the plan says",
     );
 }
@@ -155,10 +163,7 @@ fn another_element_type_than_the_plan_says_fails_the_entry() {
 fn another_shape_than_the_plan_says_fails_the_entry() {
     failed_with(
         2,
-        vec![(
-            header(Primitive::UInt8, &[2048], 2048, 0).encode(),
-            vec![1; 2048],
-        )],
+        vec![piece(Primitive::UInt8, &[2048], 2048, 0, 2048)],
         "shape [2048] arrived",
     );
 }
@@ -167,10 +172,7 @@ fn another_shape_than_the_plan_says_fails_the_entry() {
 fn more_bytes_announced_than_the_shape_holds_fail_the_entry() {
     failed_with(
         3,
-        vec![(
-            header(Primitive::UInt8, &[4096], 8192, 0).encode(),
-            vec![1; 8192],
-        )],
+        vec![piece(Primitive::UInt8, &[4096], 8192, 0, 8192)],
         "a piece with a bad header: ",
     );
 }
@@ -195,10 +197,7 @@ fn a_header_of_something_else_fails_the_entry() {
 fn a_first_piece_that_is_neither_announcement_nor_whole_fails_the_entry() {
     failed_with(
         4,
-        vec![(
-            header(Primitive::UInt8, &[4096], 4096, 0).encode(),
-            vec![1; 100],
-        )],
+        vec![piece(Primitive::UInt8, &[4096], 4096, 0, 100)],
         "starts with its announcement",
     );
 }
@@ -208,14 +207,8 @@ fn a_piece_out_of_order_fails_the_entry() {
     failed_with(
         5,
         vec![
-            (
-                header(Primitive::UInt8, &[4096], 4096, 0).encode(),
-                Vec::new(),
-            ),
-            (
-                header(Primitive::UInt8, &[4096], 4096, 4000).encode(),
-                vec![1; 96],
-            ),
+            piece(Primitive::UInt8, &[4096], 4096, 0, 0),
+            piece(Primitive::UInt8, &[4096], 4096, 4000, 96),
         ],
         "a piece at byte 4000 arrived where byte 0 was due",
     );

@@ -627,41 +627,23 @@ impl LocalDriver {
             if running.is_empty() && !may_start {
                 break;
             }
-            let event = match &link_events {
-                Some(events) => crossbeam_channel::select! {
-                    recv(rx) -> e => e.map_err(|_| ()),
-                    recv(events) -> le => {
-                        match le {
-                            Ok(le) => remote_event(
-                                le,
-                                ops,
-                                &mut done,
-                                &mut remote_ok,
-                                &mut edges,
-                                &self.pipeline.plan,
-                                t0,
-                                &mut failure,
-                                &mut stopping,
-                            ),
-                            Err(_) => {
-                                failure.get_or_insert((
-                                    "driver".into(),
-                                    "the link to the other hosts closed".into(),
-                                ));
-                                stopping = true;
-                            }
-                        }
-                        Err(())
-                    },
-                    default(Duration::from_millis(50)) => Err(()),
-                },
-                None => rx.recv_timeout(Duration::from_millis(50)).map_err(|_| ()),
-            };
+            let event = next_event(
+                &rx,
+                link_events.as_ref(),
+                ops,
+                &mut done,
+                &mut remote_ok,
+                &mut edges,
+                &self.pipeline.plan,
+                t0,
+                &mut failure,
+                &mut stopping,
+            );
             match event {
-                Ok(Event::Line(i, stderr, text)) => {
+                Some(Event::Line(i, stderr, text)) => {
                     line(progress, &mut reports[i], stderr, text);
                 }
-                Ok(Event::Exited(i, status, usage)) => {
+                Some(Event::Exited(i, status, usage)) => {
                     let Some(r) = running.remove(&i) else {
                         continue;
                     };
@@ -694,7 +676,7 @@ impl LocalDriver {
                     }
                     progress(Progress::Finished(ops[i].name.clone(), rep.outcome.clone()));
                 }
-                Err(()) => {}
+                None => {}
             }
             if interrupted.load(Ordering::Relaxed) && !stopping {
                 stopping = true;
@@ -899,9 +881,48 @@ fn with_signals(
     result
 }
 
+/// Waits at most 50 ms for the next event of a local operator. News from
+/// the other hosts that comes first is applied to the run's state
+/// ([`remote_event`]; a link that closed is a failure of its own) and
+/// gives `None`, as does a wait that runs out.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn next_event(
+    rx: &Receiver<Event>,
+    link_events: Option<&Receiver<LinkEvent>>,
+    ops: &[crate::validate::OperatorDef],
+    done: &mut [bool],
+    remote_ok: &mut [bool],
+    edges: &mut [EdgeReport],
+    plan: &fastio::plan::Plan,
+    t0: Instant,
+    failure: &mut Option<(String, String)>,
+    stopping: &mut bool,
+) -> Option<Event> {
+    let Some(events) = link_events else {
+        return rx.recv_timeout(Duration::from_millis(50)).ok();
+    };
+    crossbeam_channel::select! {
+        recv(rx) -> e => e.ok(),
+        recv(events) -> le => {
+            match le {
+                Ok(le) => remote_event(le, ops, done, remote_ok, edges, plan, t0, failure, stopping),
+                Err(_) => {
+                    failure.get_or_insert((
+                        "driver".into(),
+                        "the link to the other hosts closed".into(),
+                    ));
+                    *stopping = true;
+                }
+            }
+            None
+        },
+        default(Duration::from_millis(50)) => None,
+    }
+}
+
 /// Applies what the link says happened elsewhere to the run's state.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn remote_event(
+fn remote_event(
     event: LinkEvent,
     ops: &[crate::validate::OperatorDef],
     done: &mut [bool],

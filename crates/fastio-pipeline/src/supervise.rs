@@ -29,7 +29,7 @@ use fastio::{Context, OperatorStats};
 use crate::driver::Dirs;
 use crate::driver::{
     DriverError, Event, LocalDriver, OperatorReport, Outcome, Progress, RunReport, Running,
-    account, describe, edges_of, late_lines, line, remote_event,
+    account, describe, edges_of, late_lines, line, next_event,
 };
 use crate::hosts::HostLink;
 use crate::snapshot;
@@ -123,42 +123,24 @@ impl LocalDriver {
         let mut done_elsewhere = vec![false; ops.len()];
         let mut remote_ok = vec![false; ops.len()];
         while !running.is_empty() {
-            let event = match &link_events {
-                Some(events) => crossbeam_channel::select! {
-                    recv(rx) -> e => e.ok(),
-                    recv(events) -> le => {
-                        let was_stopping = stopping;
-                        match le {
-                            Ok(le) => remote_event(
-                                le,
-                                ops,
-                                &mut done_elsewhere,
-                                &mut remote_ok,
-                                &mut edges_elsewhere,
-                                plan,
-                                t0,
-                                &mut failure,
-                                &mut stopping,
-                            ),
-                            Err(_) => {
-                                failure.get_or_insert((
-                                    "driver".into(),
-                                    "the link to the other hosts closed".into(),
-                                ));
-                                stopping = true;
-                            }
-                        }
-                        // A failure elsewhere stops the streams here.
-                        if stopping && !was_stopping {
-                            self.poison_all(&ctx);
-                            poisoned_at = Some(Instant::now());
-                        }
-                        None
-                    },
-                    default(Duration::from_millis(50)) => None,
-                },
-                None => rx.recv_timeout(Duration::from_millis(50)).ok(),
-            };
+            let was_stopping = stopping;
+            let event = next_event(
+                &rx,
+                link_events.as_ref(),
+                ops,
+                &mut done_elsewhere,
+                &mut remote_ok,
+                &mut edges_elsewhere,
+                plan,
+                t0,
+                &mut failure,
+                &mut stopping,
+            );
+            // A failure elsewhere stops the streams here.
+            if stopping && !was_stopping {
+                self.poison_all(&ctx);
+                poisoned_at = Some(Instant::now());
+            }
             match event {
                 Some(Event::Line(i, stderr, text)) => {
                     line(progress, &mut reports[i], stderr, text);
