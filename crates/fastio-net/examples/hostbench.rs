@@ -125,10 +125,10 @@ fn anon_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// Zenoh alone: `bench/ping` with N bytes, `bench/pong` with M back.
-fn zraw(a: &Args) -> Result {
-    use zenoh::Wait;
-    let z = |e: zenoh::Error| e.to_string();
+/// Both Zenoh transports' options: `a` listens, `b` connects; a
+/// configuration file from `HOSTBENCH_ZENOH_CONFIG` when set (to try
+/// Zenoh's settings).
+fn net_options(a: &Args) -> NetOptions {
     let mut o = NetOptions::new(&a.role);
     o.config_file = std::env::var_os("HOSTBENCH_ZENOH_CONFIG").map(Into::into);
     if a.role == "a" {
@@ -136,6 +136,14 @@ fn zraw(a: &Args) -> Result {
     } else {
         o.connect = vec![a.peer.clone()];
     }
+    o
+}
+
+/// Zenoh alone: `bench/ping` with N bytes, `bench/pong` with M back.
+fn zraw(a: &Args) -> Result {
+    use zenoh::Wait;
+    let z = |e: zenoh::Error| e.to_string();
+    let o = net_options(a);
     let session = zenoh::open(o.zenoh_config()?).wait().map_err(z)?;
     let buf = vec![7u8; a.bytes.max(a.back)];
     let (mine, theirs, len) = if a.role == "a" {
@@ -270,13 +278,7 @@ fn zenoh(a: &Args) -> Result {
     )
     .map_err(err)?;
     let stop = AtomicBool::new(false);
-    let mut o = NetOptions::new(&a.role);
-    o.config_file = std::env::var_os("HOSTBENCH_ZENOH_CONFIG").map(Into::into);
-    if a.role == "a" {
-        o.listen = vec![a.peer.clone()];
-    } else {
-        o.connect = vec![a.peer.clone()];
-    }
+    let o = net_options(a);
     let mut link = ZenohLink::new(p, o)?;
     link.start(&ctx)?;
     let u8s = || dtype::Type::primitive(dtype::Primitive::UInt8);
