@@ -579,6 +579,7 @@ impl ZenohLink {
                 status: self.status.clone(),
                 stop: self.stop.clone(),
                 begun: AtomicBool::new(false),
+                receiving: Mutex::new(None),
             });
             let here_import = import.clone();
             let sub = session
@@ -601,17 +602,18 @@ impl ZenohLink {
                     };
                     let payload = s.payload();
                     // A sending of one message is received here, at once;
-                    // pieces of a larger one go to the importer's thread.
+                    // a larger one is announced to the importer's thread,
+                    // which makes room, and its pieces are placed here.
                     let whole = h.offset == 0 && payload.len() as u64 == h.total;
                     if whole && !here_import.begun.swap(true, Ordering::AcqRel) {
                         if let Err(why) = here_import.whole(&h, payload) {
                             here_import.fail(why);
                         }
-                    } else {
-                        if h.offset == 0 {
-                            here_import.begun.store(true, Ordering::Release);
-                        }
+                    } else if h.offset == 0 && !here_import.begun.swap(true, Ordering::AcqRel) {
+                        // An announcement: the importer's thread makes room.
                         let _ = tx.send((h, payload.clone()));
+                    } else if let Err(why) = here_import.piece(&h, payload) {
+                        here_import.fail(why);
                     }
                 })
                 .wait()
@@ -973,6 +975,18 @@ struct Import {
     /// Set once a sending has begun here (in Zenoh's callback or in the
     /// importer's thread): an entry is received once.
     begun: AtomicBool,
+    /// The entry being received in pieces, once the importer's thread has
+    /// made room for it.
+    receiving: Mutex<Option<Receiving>>,
+}
+
+/// An entry being received in pieces: its allocation (made by the
+/// importer's thread before it said ready), its announcement, and the
+/// bytes placed so far.
+struct Receiving {
+    alloc: fastio::Allocation,
+    first: ChunkHeader,
+    got: u64,
 }
 
 impl Import {
@@ -1062,6 +1076,54 @@ impl Import {
         }
         self.publish(alloc, header.total)
     }
+
+    /// A piece after the announcement, received in Zenoh's callback
+    /// straight into the allocation the importer's thread made (no
+    /// hand-over, no piece waiting in memory). The last one publishes the
+    /// entry; a bad one drops the allocation unpublished.
+    fn piece(&self, h: &ChunkHeader, bytes: &ZBytes) -> Result<(), String> {
+        let mut slot = self.receiving.lock().unwrap_or_else(|p| p.into_inner());
+        let placed = match slot.as_mut() {
+            None => Err(format!(
+                "a piece at byte {} arrived before its entry was announced and made room for",
+                h.offset
+            )),
+            Some(r) => Self::place(r, h, bytes),
+        };
+        match placed {
+            Ok(true) => {
+                if let Some(r) = slot.take() {
+                    drop(slot);
+                    self.publish(r.alloc, r.first.total)?;
+                }
+                Ok(())
+            }
+            Ok(false) => Ok(()),
+            Err(why) => {
+                // Dropping the allocation unpublished gives its memory
+                // back: a half-received entry is never published.
+                *slot = None;
+                Err(why)
+            }
+        }
+    }
+
+    /// Copies one piece into the entry being received; whether it was the
+    /// last.
+    fn place(r: &mut Receiving, h: &ChunkHeader, bytes: &ZBytes) -> Result<bool, String> {
+        if h.transfer != r.first.transfer || h.total != r.first.total || h.shape != r.first.shape {
+            return Err("pieces of two sendings mixed".into());
+        }
+        if h.offset != r.got {
+            return Err(format!(
+                "a piece at byte {} arrived where byte {} was due",
+                h.offset, r.got
+            ));
+        }
+        let mut map = r.alloc.map_mut().map_err(|x| x.to_string())?;
+        r.got = copy_piece(&mut map, h, bytes)?;
+        Ok(r.got == r.first.total)
+    }
 }
 
 /// Copies one piece into the entry's bytes; the offset after it.
@@ -1078,9 +1140,10 @@ fn copy_piece(map: &mut [u8], h: &ChunkHeader, bytes: &ZBytes) -> Result<u64, St
     Ok(at as u64)
 }
 
-/// Receives, in a thread of its own, an entry that comes as several
-/// pieces: it makes room for it, says it is ready, and copies the pieces
-/// in as they come.
+/// Makes room, in a thread of its own, for an entry that comes as
+/// several pieces (committing a large allocation takes a while, and
+/// Zenoh's receiving thread must not wait for it), then says it is ready;
+/// the pieces are placed in Zenoh's callback ([`Import::piece`]).
 struct Importer {
     import: Arc<Import>,
     rx: Receiver<(ChunkHeader, ZBytes)>,
@@ -1093,18 +1156,18 @@ impl Importer {
         }
     }
 
-    /// The next piece; `None` when the run stops or the sending host is
-    /// gone.
-    fn next(&self) -> Result<Option<(ChunkHeader, ZBytes)>, String> {
+    /// The announcement; `None` when the run stops or the sending host is
+    /// gone first.
+    fn next(&self) -> Option<(ChunkHeader, ZBytes)> {
         loop {
             match self.rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(piece) => return Ok(Some(piece)),
-                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return Ok(None),
+                Ok(piece) => return Some(piece),
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return None,
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
                     if self.import.stop.load(Ordering::Relaxed)
                         || self.import.inner.host_gone(&self.import.from)
                     {
-                        return Ok(None);
+                        return None;
                     }
                 }
             }
@@ -1114,54 +1177,24 @@ impl Importer {
     fn receive(&self) -> Result<(), String> {
         let imp = &self.import;
         let e = &imp.inner.pipeline.plan.entries[imp.entry];
-        let Some((first, payload)) = self.next()? else {
+        let Some((first, payload)) = self.next() else {
             return Ok(());
         };
         let dims = imp.announced(&first, &payload)?;
-        let mut alloc = imp.allocate(&dims)?;
-        {
-            let mut map = alloc.map_mut().map_err(|x| x.to_string())?;
-            // Room is made (the context backs the allocation when it is
-            // created): the bytes may come.
-            if first.total > CHUNK_BYTES as u64
-                && let Some(p) = &imp.status
-            {
-                p.put(Status::Ready(e.key.clone()).encode())
-                    .wait()
-                    .map_err(|x| x.to_string())?;
-            }
-            let mut got = 0u64;
-            let mut piece = Some((first.clone(), payload));
-            while let Some((h, bytes)) = piece.take() {
-                if h.transfer != first.transfer || h.total != first.total || h.shape != first.shape
-                {
-                    return Err("pieces of two sendings mixed".into());
-                }
-                if h.offset != got {
-                    return Err(format!(
-                        "a piece at byte {} arrived where byte {got} was due",
-                        h.offset
-                    ));
-                }
-                got = copy_piece(&mut map, &h, &bytes)?;
-                if got == first.total {
-                    break;
-                }
-                match self.next()? {
-                    Some(next) => piece = Some(next),
-                    // Dropping `alloc` unpublished gives its memory back:
-                    // a half-received entry is never published.
-                    None if imp.stop.load(Ordering::Relaxed) => return Ok(()),
-                    None => {
-                        return Err(format!(
-                            "the host went away after {got} of {} bytes",
-                            first.total
-                        ));
-                    }
-                }
-            }
+        // Room is made (the context commits the allocation when it is
+        // created): the bytes may come.
+        let alloc = imp.allocate(&dims)?;
+        *imp.receiving.lock().unwrap_or_else(|p| p.into_inner()) = Some(Receiving {
+            alloc,
+            first,
+            got: 0,
+        });
+        if let Some(p) = &imp.status {
+            p.put(Status::Ready(e.key.clone()).encode())
+                .wait()
+                .map_err(|x| x.to_string())?;
         }
-        imp.publish(alloc, first.total)
+        Ok(())
     }
 }
 
