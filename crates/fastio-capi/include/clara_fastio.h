@@ -298,6 +298,11 @@ result nvidia_clara_fastio_entry__is_preallocated(struct nvidia_clara_fastio_ent
  * write faults); an output's is writable and exclusive. One mapping per
  * entry at a time.
  *
+ * Clara's signature gives the size as an `int`: an allocation of 2 GiB or
+ * more is `FASTIO_ERR_TOO_LARGE`, nothing is mapped and neither output is
+ * written (never a truncated size).
+ * `nvidia_clara_fastio_entry__map_allocation64` takes a `size_t`.
+ *
  * # Safety
  *
  * `entry` is live; both outputs are writable. The memory may be used
@@ -306,6 +311,19 @@ result nvidia_clara_fastio_entry__is_preallocated(struct nvidia_clara_fastio_ent
 result nvidia_clara_fastio_entry__map_allocation(struct nvidia_clara_fastio_entry *entry,
                                                  void **allocation_out,
                                                  int *alloc_byte_size_out);
+
+/**
+ * As `nvidia_clara_fastio_entry__map_allocation`, with the size as a
+ * `size_t`: for allocations of any size (2 GiB and more).
+ *
+ * # Safety
+ *
+ * `entry` is live; both outputs are writable. The memory may be used
+ * until `__unmap_allocation` (or the operator's release).
+ */
+result nvidia_clara_fastio_entry__map_allocation64(struct nvidia_clara_fastio_entry *entry,
+                                                   void **allocation_out,
+                                                   size_t *alloc_byte_size_out);
 
 /**
  * Unmaps what `__map_allocation` gave (`allocation` must be that address).

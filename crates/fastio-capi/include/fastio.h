@@ -135,6 +135,13 @@ typedef int result;
  */
 #define FASTIO_ERR_NO_SPACE 16
 
+/**
+ * A size does not fit the `int` of Clara's signature (2 GiB or more): the
+ * call changed nothing; `nvidia_clara_fastio_entry__map_allocation64`
+ * gives the size as a `size_t`.
+ */
+#define FASTIO_ERR_TOO_LARGE 17
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus

@@ -141,15 +141,8 @@ fn find<'a>(
     list: &'a mut [(String, Box<nvidia_clara_fastio_entry>)],
     name: &str,
 ) -> Result<&'a mut nvidia_clara_fastio_entry, Failure> {
-    list.iter_mut()
-        .find(|(n, e)| n.eq_ignore_ascii_case(name) || e.entry.name().eq_ignore_ascii_case(name))
-        .map(|(_, e)| &mut **e)
-        .ok_or_else(|| {
-            Failure::new(
-                crate::status::FASTIO_ERR_NOT_FOUND,
-                format!("no entry named {name:?} for this operator"),
-            )
-        })
+    let i = fastio::lookup_entry(list, name, |(n, e)| (n, e.entry.name()))?;
+    Ok(&mut *list[i].1)
 }
 
 /// The operator's name, NUL-terminated, into `buffer`.
@@ -499,6 +492,11 @@ pub unsafe extern "C" fn nvidia_clara_fastio_entry__is_preallocated(
 /// write faults); an output's is writable and exclusive. One mapping per
 /// entry at a time.
 ///
+/// Clara's signature gives the size as an `int`: an allocation of 2 GiB or
+/// more is `FASTIO_ERR_TOO_LARGE`, nothing is mapped and neither output is
+/// written (never a truncated size).
+/// `nvidia_clara_fastio_entry__map_allocation64` takes a `size_t`.
+///
 /// # Safety
 ///
 /// `entry` is live; both outputs are writable. The memory may be used
@@ -510,31 +508,84 @@ pub unsafe extern "C" fn nvidia_clara_fastio_entry__map_allocation(
     alloc_byte_size_out: *mut c_int,
 ) -> result {
     guard(|| {
-        // SAFETY: the caller's contract.
-        let e = unsafe { handle(entry)? };
-        writable(allocation_out)?;
         writable(alloc_byte_size_out)?;
-        if e.mapped.is_some() {
-            return Err(Failure::new(
-                crate::status::FASTIO_ERR_CONFLICT,
-                "the entry is already mapped",
-            ));
-        }
-        let array = match e.entry.access() {
-            Access::ReadOnly => e.entry.map_as_ndobject()?,
-            Access::ReadWrite => e.entry.map_as_ndobject_mut()?,
+        // SAFETY: the caller's contract.
+        let (addr, bytes) = unsafe {
+            map_entry(entry, allocation_out, |bytes| {
+                c_int::try_from(bytes).map_err(|_| {
+                    Failure::new(
+                        crate::status::FASTIO_ERR_TOO_LARGE,
+                        format!(
+                            "the allocation has {bytes} bytes, more than an int holds: use nvidia_clara_fastio_entry__map_allocation64"
+                        ),
+                    )
+                })
+            })?
         };
-        let elem = array.element_type().data_size().unwrap_or(1);
-        let bytes = to_int(array.len() * elem, "size")?;
-        let addr = array.data_address() as *mut c_void;
-        // Recorded last: every check above left the entry as it was.
-        e.mapped = Some(array);
         // SAFETY: the caller's contract.
         unsafe {
             out(allocation_out, addr)?;
             out(alloc_byte_size_out, bytes)
         }
     })
+}
+
+/// As `nvidia_clara_fastio_entry__map_allocation`, with the size as a
+/// `size_t`: for allocations of any size (2 GiB and more).
+///
+/// # Safety
+///
+/// `entry` is live; both outputs are writable. The memory may be used
+/// until `__unmap_allocation` (or the operator's release).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn nvidia_clara_fastio_entry__map_allocation64(
+    entry: *mut nvidia_clara_fastio_entry,
+    allocation_out: *mut *mut c_void,
+    alloc_byte_size_out: *mut usize,
+) -> result {
+    guard(|| {
+        writable(alloc_byte_size_out)?;
+        // SAFETY: the caller's contract.
+        let (addr, bytes) = unsafe { map_entry(entry, allocation_out, Ok)? };
+        // SAFETY: the caller's contract.
+        unsafe {
+            out(allocation_out, addr)?;
+            out(alloc_byte_size_out, bytes)
+        }
+    })
+}
+
+/// Maps `entry` (read-only for an input, writable for an output) and
+/// records the mapping once `size` accepted its byte count: every check
+/// comes before, so a refusal leaves the entry as it was.
+///
+/// # Safety
+///
+/// `entry` is live; `allocation_out` is writable.
+unsafe fn map_entry<T>(
+    entry: *mut nvidia_clara_fastio_entry,
+    allocation_out: *mut *mut c_void,
+    size: impl FnOnce(usize) -> Result<T, Failure>,
+) -> Result<(*mut c_void, T), Failure> {
+    // SAFETY: the caller's contract.
+    let e = unsafe { handle(entry)? };
+    writable(allocation_out)?;
+    if e.mapped.is_some() {
+        return Err(Failure::new(
+            crate::status::FASTIO_ERR_CONFLICT,
+            "the entry is already mapped",
+        ));
+    }
+    let array = match e.entry.access() {
+        Access::ReadOnly => e.entry.map_as_ndobject()?,
+        Access::ReadWrite => e.entry.map_as_ndobject_mut()?,
+    };
+    let elem = array.element_type().data_size().unwrap_or(1);
+    let bytes = size(array.len() * elem)?;
+    let addr = array.data_address() as *mut c_void;
+    // Recorded last: every check above left the entry as it was.
+    e.mapped = Some(array);
+    Ok((addr, bytes))
 }
 
 /// Unmaps what `__map_allocation` gave (`allocation` must be that address).

@@ -45,6 +45,10 @@ pub const FASTIO_END_OF_STREAM: result = 15;
 /// Shared memory is full: `/dev/shm` had no room for memory that must be
 /// backed now (the message says how much was asked and how much is free).
 pub const FASTIO_ERR_NO_SPACE: result = 16;
+/// A size does not fit the `int` of Clara's signature (2 GiB or more): the
+/// call changed nothing; `nvidia_clara_fastio_entry__map_allocation64`
+/// gives the size as a `size_t`.
+pub const FASTIO_ERR_TOO_LARGE: result = 17;
 
 /// The status of a call that waits for a frame: `code`, or
 /// `FASTIO_END_OF_STREAM` when it succeeded because the stream `ended`.
@@ -87,7 +91,7 @@ impl From<fastio::Error> for Failure {
             E::Poisoned { .. } | E::StreamPoisoned { .. } => FASTIO_ERR_POISONED,
             E::StreamTimeout { .. } => FASTIO_ERR_TIMEOUT,
             E::FrameHeld(_) | E::StreamBusy { .. } => FASTIO_ERR_CONFLICT,
-            E::StreamConfig { .. } => FASTIO_ERR_INVALID_ARGUMENT,
+            E::StreamConfig { .. } | E::AmbiguousEntry { .. } => FASTIO_ERR_INVALID_ARGUMENT,
             E::MapConflict(_) => FASTIO_ERR_CONFLICT,
             e if e.is_no_space() => FASTIO_ERR_NO_SPACE,
             E::CapacityExceeded { .. } => FASTIO_ERR_CAPACITY,
@@ -159,6 +163,7 @@ pub extern "C" fn fastio_status_string(code: result) -> *const c_char {
         FASTIO_ERR_PANIC => b"internal error\0",
         FASTIO_END_OF_STREAM => b"end of stream\0",
         FASTIO_ERR_NO_SPACE => b"shared memory (/dev/shm) is full\0",
+        FASTIO_ERR_TOO_LARGE => b"size too large for an int (use the 64-bit call)\0",
         _ => b"unknown status code\0",
     };
     s.as_ptr().cast()

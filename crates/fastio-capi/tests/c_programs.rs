@@ -234,6 +234,80 @@ streaming:
     );
 }
 
+/// Issue 28: an allocation of 2 GiB and more in C. Clara's
+/// `__map_allocation` gives the size as an `int`: it is
+/// `FASTIO_ERR_TOO_LARGE` with nothing written, never a truncated size;
+/// `__map_allocation64` maps it whole (not under valgrind: 2 GiB).
+#[test]
+fn a_c_output_of_more_than_2_gib_is_too_large_for_an_int_and_maps_with_the_64_bit_call() {
+    let large = compile("large");
+    let yaml = format!(
+        "api-version: 0.5.0
+name: c-large
+operators:
+- name: big
+  container: {{image: c, command: [{}]}}
+  output:
+  - {{name: big, type: array, element-type: uint8, shape: [{}]}}
+",
+        large.display(),
+        (1u64 << 31) + 4096
+    );
+    let (report, lines) = run(&yaml);
+    assert!(report.succeeded(), "{report:?}\n{lines:#?}");
+    assert!(
+        lines.contains(&format!(
+            "[big] large: mapped {} bytes",
+            (1u64 << 31) + 4096
+        )),
+        "{lines:?}"
+    );
+}
+
+/// Issue 28: two inputs whose local names are both `out`. In C, `out` is
+/// an invalid argument naming both entries; `m1/out` and `m2/out` give each
+/// producer's frames (checked by their stage count), under valgrind.
+#[test]
+fn a_c_sink_asking_for_a_name_two_inputs_share_gets_an_error_naming_both() {
+    let sink = compile("two_inputs");
+    let op = streamop().display().to_string();
+    let arr = "type: array, element-type: uint32, shape: [-1, 64]";
+    let yaml = format!(
+        "api-version: 0.5.0
+name: c-two-outs
+operators:
+- name: m1
+  container: {{image: rust, command: [{op}, source, out]}}
+  output: [{{name: out, {arr}}}]
+- name: m2
+  container: {{image: rust, command: [{op}, stage, out, out]}}
+  input: [{{from: m1, name: out, {arr}}}]
+  output: [{{name: out, {arr}}}]
+- name: sink
+  container: {{image: c, command: {sink}}}
+  input: [{{from: m1, name: out, {arr}}}, {{from: m2, name: out, {arr}}}]
+streaming:
+  frames: 40
+  max-shape:
+    m1/out: [16, 64]
+    m2/out: [16, 64]
+",
+        sink = command(&sink),
+    );
+    let (report, lines) = run(&yaml);
+    assert!(report.succeeded(), "{report:?}\n{lines:#?}\n{yaml}");
+    assert!(
+        lines.contains(&"[sink] c sink: 40 frames".to_owned()),
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("[sink] c sink: the name \"out\" matches two entries")),
+        "{lines:?}"
+    );
+}
+
 /// Streams from C without a pipeline: a producer, two consumer processes,
 /// 1,000 frames of varying shape checked word by word, the end and the
 /// poisoned end, drop-oldest and every error path (`tests/c/streams.c`),

@@ -190,3 +190,56 @@ operators:
     }
     assert!(gone, "operator {op} ran on after its driver was killed");
 }
+
+/// Issue 28: with no `--output` and no disk stream output, operators still
+/// get a directory that exists, is private (0700) and has a fresh,
+/// unguessable name; one another user made first under the old name
+/// `fastio-run-<pid>` is never it.
+#[test]
+fn without_output_every_run_gets_a_fresh_private_directory_that_exists() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = std::env::temp_dir().join(format!("fastio-cli-tmpdir-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).unwrap();
+    let yaml = write(
+        "writes-output.yaml",
+        "api-version: 0.5.0\nname: writes\noperators:\n\
+- name: writer\n  container: {image: sh, command: [sh, -c, 'echo data > \"$FASTIO_OUTPUT/note.txt\" && echo \"dir=$FASTIO_OUTPUT\"']}\n",
+    );
+    let mut dirs = Vec::new();
+    for _ in 0..2 {
+        let out = fastio()
+            .args(["run", yaml.to_str().unwrap()])
+            .env("TMPDIR", &tmp)
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{text}");
+        let dir = text
+            .lines()
+            .find_map(|l| l.strip_prefix("[writer] dir="))
+            .map(PathBuf::from)
+            .unwrap_or_else(|| panic!("{text}"));
+        assert_eq!(dir.parent(), Some(tmp.as_path()), "{text}");
+        let name = dir.file_name().unwrap().to_str().unwrap().to_owned();
+        let random = name.rsplit('-').next().unwrap();
+        assert!(
+            name.starts_with("fastio-run-")
+                && random.len() == 16
+                && random.chars().all(|c| c.is_ascii_hexdigit()),
+            "{name}"
+        );
+        let meta = std::fs::metadata(&dir).unwrap();
+        assert_eq!(meta.permissions().mode() & 0o777, 0o700);
+        assert_eq!(
+            std::fs::read_to_string(dir.join("note.txt")).unwrap(),
+            "data\n"
+        );
+        dirs.push(dir);
+    }
+    assert_ne!(dirs[0], dirs[1]);
+    let _ = std::fs::remove_dir_all(&tmp);
+}

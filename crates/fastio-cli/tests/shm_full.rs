@@ -80,6 +80,32 @@ fn an_allocation_or_array_that_does_not_fit_is_a_typed_error_and_leaves_nothing(
     assert!(left.is_empty(), "left in /dev/shm: {left:?}");
 }
 
+/// Issue 28: a freed 8 MiB block stays cached in the context; a 3 MiB
+/// create on a 10 MiB `/dev/shm` gives the cached block back to the system
+/// and succeeds. When even that is not enough, the error says what was
+/// given back.
+#[test]
+fn a_full_dev_shm_takes_back_cached_blocks_before_saying_no_space() {
+    let fill = example("fio-shmfill");
+    let script = format!(
+        "{f} cached 1073741824 8388608 3145728; echo rc=$?\n{f} cached 1073741824 8388608 16777216; echo rc=$?",
+        f = fill.display()
+    );
+    let Some(out) = in_small_shm(10, &script) else {
+        return;
+    };
+    let (text, left) = split(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[..2], ["ok", "rc=0"], "{text}");
+    assert!(
+        lines[2].starts_with("error: /dev/shm is full")
+            && lines[2].contains("the context first gave back 8.0 MiB of cached blocks"),
+        "{text}"
+    );
+    assert_eq!(lines[3], "rc=3", "{text}");
+    assert!(left.is_empty(), "{left:?}");
+}
+
 #[test]
 fn a_context_on_a_full_dev_shm_is_a_typed_error_not_sigbus() {
     let fill = example("fio-shmfill");

@@ -478,3 +478,43 @@ fn a_stage_restarted_after_publishing_does_not_deliver_that_frame_twice() {
         "the restarted stage should handle frames 61..199: {lines:#?}"
     );
 }
+
+/// Two producers' outputs both called `out`, one sink reading both: by
+/// entry name it gets each producer's frames (checked by their stage
+/// count); by the shared local name it gets an error naming both entries,
+/// never the first producer's frames.
+fn two_outs(sink_args: &str) -> String {
+    let a = array();
+    format!(
+        "api-version: 0.5.0\nname: two-outs\noperators:\n\
+- name: m1\n  container: {{image: local, command: [{OP}, source, out]}}\n  output: [{{name: out, {a}}}]\n\
+- name: m2\n  container: {{image: local, command: [{OP}, stage, out, out]}}\n  input: [{{from: m1, name: out, {a}}}]\n  output: [{{name: out, {a}}}]\n\
+- name: sink\n  container: {{image: local, command: [{OP}, sink, {sink_args}], variables: {{EXPECT_STAGES: '1,0', EXPECT_FRAMES: 50}}}}\n  input: [{{from: m1, name: out, {a}}}, {{from: m2, name: out, {a}}}]\n\
+streaming:\n  depth: 4\n  frames: 50\n{}",
+        max_shapes(&["m1/out", "m2/out"])
+    )
+}
+
+#[test]
+fn a_name_shared_by_two_inputs_is_an_error_naming_both_and_entry_names_pick_each() {
+    // m2's frames went through one stage, m1's through none.
+    let (r, lines) = run(&two_outs("m2/out, M1/Out"));
+    assert!(r.succeeded(), "{r:?}\n{lines:#?}");
+    assert!(
+        lines.contains(&"[sink] sink: 50 frames".to_owned()),
+        "{lines:?}"
+    );
+
+    let (r, lines) = run(&two_outs("out"));
+    assert!(!r.succeeded(), "{r:?}");
+    let sink = r.operators.iter().find(|o| o.name == "sink").unwrap();
+    assert!(matches!(sink.outcome, Outcome::Failed(1)), "{sink:?}");
+    let err = lines
+        .iter()
+        .find(|l| l.starts_with("[sink] error:"))
+        .unwrap_or_else(|| panic!("no error from the sink: {lines:#?}"));
+    assert!(
+        err.contains("\"out\"") && err.contains("\"m1/out\"") && err.contains("\"m2/out\""),
+        "{err}"
+    );
+}

@@ -998,21 +998,19 @@ fn signal_group(pid: i32, sig: i32) {
     sys::signal_group(pid, sig);
 }
 
-/// A new directory `fastio-run-<pid>-<n>` in the temporary directory, mode
-/// 0700, made with `mkdir` so that nothing already there (another user's
-/// directory or symbolic link) is ever used.
-fn private_temp_dir() -> Result<PathBuf, DriverError> {
+/// A new directory `fastio-run-<pid>-<16 random hex digits>` in the
+/// temporary directory, mode 0700, made with `mkdir` so that nothing
+/// already there (another user's directory or symbolic link) is ever used,
+/// under a name another user cannot prepare for.
+pub(crate) fn private_temp_dir() -> Result<PathBuf, DriverError> {
     use std::os::unix::fs::DirBuilderExt;
     let base = std::env::temp_dir();
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
     let mut last = None;
-    for n in 0..64u32 {
+    for _ in 0..64u32 {
         let dir = base.join(format!(
-            "fastio-run-{}-{:08x}",
+            "fastio-run-{}-{:016x}",
             std::process::id(),
-            seed.wrapping_add(n.wrapping_mul(0x9E37_79B9))
+            sys::random_u64().map_err(io_err(&base))?
         ));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => return Ok(dir),
@@ -1067,21 +1065,16 @@ impl Dirs {
     pub(crate) fn make(p: &Pipeline, output: Option<&Path>) -> Result<Dirs, DriverError> {
         // Operators run in the definition's directory: give them absolute
         // paths.
-        let has_streams = p
-            .operators
-            .iter()
-            .flat_map(|op| &op.outputs)
-            .any(|o| matches!(o.ty, IoType::Stream { .. }));
         let output = match output {
             Some(o) => {
                 let o = std::path::absolute(o).map_err(io_err(o))?;
                 std::fs::create_dir_all(&o).map_err(io_err(&o))?;
                 o
             }
-            // A temporary directory only when something will be written
-            // there: private to this user, as mkdtemp makes it.
-            None if has_streams => private_temp_dir()?,
-            None => std::env::temp_dir().join(format!("fastio-run-{}", std::process::id())),
+            // Always a new directory: operators may write there even when
+            // the definition has no disk stream output. Private to this
+            // user, under a name nobody can guess, as mkdtemp makes it.
+            None => private_temp_dir()?,
         };
         let mut streams = Vec::new();
         for op in &p.operators {

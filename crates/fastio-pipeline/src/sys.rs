@@ -73,3 +73,11 @@ pub(crate) fn die_with_driver(cmd: &mut std::process::Command) {
         });
     }
 }
+
+/// 64 random bits from the kernel (`/dev/urandom`).
+pub(crate) fn random_u64() -> std::io::Result<u64> {
+    use std::io::Read;
+    let mut b = [0u8; 8];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut b)?;
+    Ok(u64::from_le_bytes(b))
+}

@@ -5,8 +5,8 @@ use pyo3::prelude::*;
 
 use crate::buffer::Buffer;
 use crate::context::PyContext;
+use crate::err;
 use crate::frames::PyFrames;
-use crate::{NotFoundError, err};
 
 /// An entry of the running operator (seed 000's vocabulary).
 #[pyclass(module = "fastio._native", name = "Entry")]
@@ -185,10 +185,10 @@ impl PyOperator {
 }
 
 fn find(py: Python<'_>, list: &[(String, Py<PyEntry>)], name: &str) -> PyResult<Py<PyEntry>> {
-    list.iter()
-        .find(|(n, e)| {
-            n.eq_ignore_ascii_case(name) || e.borrow(py).entry.name().eq_ignore_ascii_case(name)
-        })
-        .map(|(_, e)| e.clone_ref(py))
-        .ok_or_else(|| NotFoundError::new_err(format!("no entry named {name:?}")))
+    let names: Vec<(&str, String)> = list
+        .iter()
+        .map(|(n, e)| (n.as_str(), e.borrow(py).entry.name().to_owned()))
+        .collect();
+    let i = fastio::lookup_entry(&names, name, |(n, e)| (n, e)).map_err(err)?;
+    Ok(list[i].1.clone_ref(py))
 }

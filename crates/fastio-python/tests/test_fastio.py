@@ -597,6 +597,62 @@ streaming:
     assert py["frames"]["in"] == [1000] and py["frames"]["out"] == [1000]
 
 
+PYTHON_TWO_INPUTS_SINK = """
+import fastio
+
+op = fastio.Operator.from_env()
+n = 0
+for frame in op:
+    try:
+        frame.input("out")
+        raise SystemExit("a name two inputs share gave one of them")
+    except fastio.Error as e:
+        assert '"m1/out"' in str(e) and '"m2/out"' in str(e), str(e)
+        if n == 0:
+            print("python sink:", e)
+    assert frame.input("m2/out")[0, 0] == 1    # one stage: m2's frame
+    assert frame.input("M1/OUT")[0, 0] == 0    # the source's own frame
+    n += 1
+print(f"python sink: {n} frames")
+"""
+
+
+def test_a_python_sink_asking_for_a_name_two_inputs_share_gets_an_error_naming_both(tmp_path):
+    """Issue 28: two producers' outputs are both called `out`; `out` is an
+    error naming both entries, and each entry name gives its own producer's
+    frames (word 0 counts the stages a frame went through)."""
+    cli, streamop = os.environ.get("FASTIO_CLI"), os.environ.get("FASTIO_STREAMOP")
+    if not (cli and streamop):
+        pytest.skip("binaries not given (run through cargo xtask python)")
+    (tmp_path / "sink.py").write_text(PYTHON_TWO_INPUTS_SINK)
+    arr = "type: array, element-type: uint32, shape: [-1, 64]"
+    yaml = f"""
+api-version: 0.5.0
+name: py-two-outs
+operators:
+- name: m1
+  container: {{image: rust, command: [{streamop}, source, out]}}
+  output: [{{name: out, {arr}}}]
+- name: m2
+  container: {{image: rust, command: [{streamop}, stage, out, out]}}
+  input: [{{from: m1, name: out, {arr}}}]
+  output: [{{name: out, {arr}}}]
+- name: sink
+  container: {{image: python, command: [{sys.executable}, ./sink.py]}}
+  input: [{{from: m1, name: out, {arr}}}, {{from: m2, name: out, {arr}}}]
+streaming:
+  frames: 40
+  max-shape:
+    m1/out: [16, 64]
+    m2/out: [16, 64]
+"""
+    (tmp_path / "p.yaml").write_text(yaml)
+    p = subprocess.run([cli, "run", str(tmp_path / "p.yaml")], capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert "[sink] python sink: 40 frames" in p.stderr, p.stderr
+    assert '[sink] python sink: the name "out" matches two entries' in p.stderr, p.stderr
+
+
 STREAM_CONSUMER = """
 import sys, zlib
 import numpy as np

@@ -269,7 +269,30 @@ impl Context {
             (Begun::Warm(_), None) => return Err(Error::corrupt("a reused block has no extent")),
             (Begun::Cold { id, off, cap }, _) => {
                 let at = Offset(self.shared.layout.heap_offset + off);
-                let committed = self.shared.segment.commit_range(at, cap);
+                let mut committed = self
+                    .shared
+                    .segment
+                    .commit_range(at, cap)
+                    .map_err(Error::from);
+                if committed.as_ref().is_err_and(Error::is_no_space) {
+                    // /dev/shm is full: give the cached blocks back to the
+                    // system (they are only kept for speed), then try once
+                    // more; the error says what was given back.
+                    let released = self
+                        .shared
+                        .with_table(|l| l.t.evict_all(&mut l.discards))
+                        .unwrap_or(0);
+                    committed = self
+                        .shared
+                        .segment
+                        .commit_range(at, cap)
+                        .map_err(|e| match e {
+                            source @ shm_core::Error::NoSpace { .. } => {
+                                Error::NoSpace { source, released }
+                            }
+                            e => Error::from(e),
+                        });
+                }
                 if committed.is_ok() {
                     // The creator writes the block next: fault it in with
                     // one call rather than a fault per page (best effort).

@@ -82,7 +82,31 @@ impl Entry {
                 Ok(a) => {
                     entry.preallocated = true;
                     match access {
-                        Access::ReadWrite => entry.alloc = Some(a),
+                        Access::ReadWrite => {
+                            // Seed 001: a well-defined entry's size is the
+                            // bytes its mapping gives. The shape comes from
+                            // the plan, the mapping from the allocation: a
+                            // plan rewritten after the driver published it
+                            // must not make them differ.
+                            let size = entry.size_bytes() as u64;
+                            if a.dimensions() != entry.shape.as_slice()
+                                || a.element_type() != &entry.element
+                                || a.size() != size
+                            {
+                                let err = Error::corrupt(format!(
+                                    "entry {}: the plan says {:?} of {} ({size} bytes), its allocation holds {:?} of {} ({} bytes)",
+                                    entry.plan.name,
+                                    entry.shape,
+                                    entry.element,
+                                    a.dimensions(),
+                                    a.element_type(),
+                                    a.size()
+                                ));
+                                a.release()?;
+                                return Err(err);
+                            }
+                            entry.alloc = Some(a);
+                        }
                         Access::ReadOnly => {
                             let _ = entry
                                 .published
@@ -427,26 +451,44 @@ impl Operator {
 
     /// The input named `name` (its local name, or the entry name).
     pub fn input(&self, name: &str) -> Result<&Entry> {
-        find(&self.inputs, name).ok_or_else(|| Error::UnknownEntry(name.to_owned()))
+        let i = lookup_entry(&self.inputs, name, |(n, e)| (n, &e.plan.name))?;
+        Ok(&self.inputs[i].1)
     }
 
     /// The output named `name`.
     pub fn output(&mut self, name: &str) -> Result<&mut Entry> {
-        let i = self
-            .outputs
-            .iter()
-            .position(|(n, e)| matches_name(n, e, name))
-            .ok_or_else(|| Error::UnknownEntry(name.to_owned()))?;
+        let i = lookup_entry(&self.outputs, name, |(n, e)| (n, &e.plan.name))?;
         Ok(&mut self.outputs[i].1)
     }
 }
 
-fn matches_name(local: &str, e: &Entry, name: &str) -> bool {
-    local.eq_ignore_ascii_case(name) || e.plan.name.eq_ignore_ascii_case(name)
-}
-
-fn find<'a>(list: &'a [(String, Entry)], name: &str) -> Option<&'a Entry> {
-    list.iter()
-        .find(|(n, e)| matches_name(n, e, name))
-        .map(|(_, e)| e)
+/// The index of the one item of `list` that `name` names: its local name
+/// or its entry name (`<operator>/<output>`), case-insensitively. Every
+/// lookup of an operator's inputs or outputs by name goes through here, in
+/// every binding and in both kinds of run: a name that matches two items
+/// (two producers' outputs with the same local name) is
+/// [`Error::AmbiguousEntry`] naming both, never the first one found; none
+/// is [`Error::UnknownEntry`].
+///
+/// `names` gives an item's local name and entry name.
+pub fn lookup_entry<T>(
+    list: &[T],
+    name: &str,
+    names: impl Fn(&T) -> (&str, &str),
+) -> Result<usize> {
+    let mut found: Option<usize> = None;
+    for (i, item) in list.iter().enumerate() {
+        let (local, entry) = names(item);
+        if local.eq_ignore_ascii_case(name) || entry.eq_ignore_ascii_case(name) {
+            if let Some(first) = found {
+                return Err(Error::AmbiguousEntry {
+                    name: name.to_owned(),
+                    first: names(&list[first]).1.to_owned(),
+                    second: entry.to_owned(),
+                });
+            }
+            found = Some(i);
+        }
+    }
+    found.ok_or_else(|| Error::UnknownEntry(name.to_owned()))
 }

@@ -83,6 +83,29 @@ pub enum Error {
     /// The operator has no input or output of that name.
     #[error("no entry named {0:?} for this operator")]
     UnknownEntry(String),
+    /// `/dev/shm` had no room for a new block even after the context gave
+    /// every cached (freed, kept) block back to the system.
+    #[error("{source} (the context first gave back {}{})", shm_core::human_bytes(*released), if *released == 0 { ": it held no cached blocks" } else { " of cached blocks" })]
+    NoSpace {
+        /// The file system's refusal ([`shm_core::Error::NoSpace`]).
+        source: shm_core::Error,
+        /// Bytes of cached blocks given back before trying again.
+        released: u64,
+    },
+    /// The name matches two of the operator's inputs (or outputs): two
+    /// producers' outputs share a local name. Ask by entry name
+    /// (`<operator>/<output>`) instead.
+    #[error(
+        "the name {name:?} matches two entries of this operator, {first:?} and {second:?}: ask for one by its entry name"
+    )]
+    AmbiguousEntry {
+        /// The name asked for.
+        name: String,
+        /// The first entry it matches (`<operator>/<output>`).
+        first: String,
+        /// The second entry it matches.
+        second: String,
+    },
     /// An entry was used in a way its access or kind does not allow.
     #[error("entry {entry}: {reason}")]
     EntryAccess {
@@ -173,7 +196,10 @@ impl Error {
     /// Whether this is shared memory running out: `/dev/shm` had no room
     /// for memory that had to be backed (`shm_core::Error::NoSpace`).
     pub fn is_no_space(&self) -> bool {
-        matches!(self, Error::Shm(shm_core::Error::NoSpace { .. }))
+        matches!(
+            self,
+            Error::Shm(shm_core::Error::NoSpace { .. }) | Error::NoSpace { .. }
+        )
     }
 
     pub(crate) fn corrupt(what: impl Into<String>) -> Error {

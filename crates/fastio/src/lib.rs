@@ -92,7 +92,7 @@ mod model_tests;
 
 pub use allocation::Allocation;
 pub use context::{CONTEXT_ENV, Context, Stats};
-pub use entry::{Access, Entry, OPERATOR_ENV, Operator};
+pub use entry::{Access, Entry, OPERATOR_ENV, Operator, lookup_entry};
 pub use error::{Error, Result};
 pub use layout::{MAX_DIMS, MAX_NAME_LEN, MAX_TYPE_LEN};
 pub use mapping::{Mapped, MappedMut, MappedPublished};

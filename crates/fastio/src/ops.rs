@@ -176,6 +176,23 @@ impl Table<'_> {
         Ok(first_fit(&mut used, cap, self.l.heap_len))
     }
 
+    /// Takes every cached block off its list (to discard): the bytes given
+    /// back. For a create that found `/dev/shm` full.
+    pub(crate) fn evict_all(&self, discards: &mut Vec<Discard>) -> Result<u64> {
+        let mut released = 0;
+        for _ in 0..self.l.max_allocs {
+            let before = discards.len();
+            match self.evict_one(discards)? {
+                Some(idx) => {
+                    released += discards[before..].iter().map(|d| d.1).sum::<u64>();
+                    self.push(hdr::EMPTY_HEAD, idx);
+                }
+                None => break,
+            }
+        }
+        Ok(released)
+    }
+
     /// Takes one cached block off its list, drops the block (to discard)
     /// and returns its record, now empty.
     fn evict_one(&self, discards: &mut Vec<Discard>) -> Result<Option<u32>> {

@@ -41,7 +41,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::context::Context;
-use crate::entry::Operator;
+use crate::entry::{Operator, lookup_entry};
 use crate::error::{Error, Result};
 use crate::stream::{Frame, StreamConsumer, StreamProducer};
 
@@ -167,15 +167,29 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// An output of the loop: its local name and producer.
-type Output = (String, Arc<Mutex<StreamProducer>>);
+/// An output of the loop: its names and producer.
+type Output = (Names, Arc<Mutex<StreamProducer>>);
+
+/// An input's or output's local name and entry name (`<operator>/<output>`),
+/// both of which [`Step::input`] and [`Step::output`] accept.
+#[derive(Debug, Clone)]
+struct Names {
+    local: String,
+    entry: String,
+}
+
+impl Names {
+    fn of(&self) -> (&str, &str) {
+        (&self.local, &self.entry)
+    }
+}
 
 /// The steps of an operator ([`Operator::frames`]).
 #[derive(Debug)]
 pub struct Steps {
     ctx: Context,
     operator: String,
-    inputs: Vec<(String, StreamConsumer)>,
+    inputs: Vec<(Names, StreamConsumer)>,
     outputs: Vec<Output>,
     frames: Option<u64>,
     until: Option<Instant>,
@@ -210,12 +224,21 @@ impl Operator {
                 .ok_or_else(|| {
                     Error::Plan(format!("{} does not consume {}", op.name, entry.name))
                 })?;
-            inputs.push((local.clone(), ctx.stream_consumer(&entry.key, consumer)?));
+            let names = Names {
+                local: local.clone(),
+                entry: entry.name.clone(),
+            };
+            inputs.push((names, ctx.stream_consumer(&entry.key, consumer)?));
         }
         let mut outputs = Vec::new();
         for (local, e) in &op.outputs {
-            let producer = ctx.stream_producer(&plan.entries[*e].key)?;
-            outputs.push((local.clone(), Arc::new(Mutex::new(producer))));
+            let entry = &plan.entries[*e];
+            let producer = ctx.stream_producer(&entry.key)?;
+            let names = Names {
+                local: local.clone(),
+                entry: entry.name.clone(),
+            };
+            outputs.push((names, Arc::new(Mutex::new(producer))));
         }
         // Taking a dead operator's place: a source goes on numbering where
         // it stopped; a stage skips the source frames its outputs already
@@ -441,7 +464,7 @@ impl Drop for Steps {
 pub struct Step {
     seq: u64,
     timestamp_ns: u64,
-    inputs: Vec<(String, Arc<Frame>)>,
+    inputs: Vec<(Names, Arc<Frame>)>,
     outputs: Vec<Output>,
     /// A source's step: its frames are stamped when published (a source
     /// that paces itself waits inside the step).
@@ -462,7 +485,9 @@ impl Step {
         self.timestamp_ns
     }
 
-    /// The frame of input `name` (its local name), read-only.
+    /// The frame of input `name` (its local name or its entry name,
+    /// `<operator>/<output>`), read-only; [`Error::AmbiguousEntry`] when the
+    /// name matches two inputs.
     pub fn input(&self, name: &str) -> Result<&Frame> {
         self.input_shared(name).map(|f| &**f)
     }
@@ -471,11 +496,8 @@ impl Step {
     /// step (a binding's view keeps its frame, and so its slot, this way;
     /// the consumer may hold up to `depth` frames at once).
     pub fn input_shared(&self, name: &str) -> Result<&Arc<Frame>> {
-        self.inputs
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, f)| f)
-            .ok_or_else(|| Error::UnknownEntry(name.to_owned()))
+        let i = lookup_entry(&self.inputs, name, |(n, _)| n.of())?;
+        Ok(&self.inputs[i].1)
     }
 
     /// The frames of every input, in definition order.
@@ -486,11 +508,8 @@ impl Step {
     /// The slot of output `name` for this frame, waiting for a free one
     /// (back-pressure) the first time it is asked for.
     pub fn output(&self, name: &str) -> Result<OutputSlot<'_>> {
-        let (_, p) = self
-            .outputs
-            .iter()
-            .find(|(n, _)| n.eq_ignore_ascii_case(name))
-            .ok_or_else(|| Error::UnknownEntry(name.to_owned()))?;
+        let i = lookup_entry(&self.outputs, name, |(n, _)| n.of())?;
+        let (_, p) = &self.outputs[i];
         let mut guard = lock(p);
         guard.begin(None)?;
         Ok(OutputSlot { producer: guard })

@@ -190,3 +190,86 @@ fn attaching_without_a_plan_or_as_an_unknown_operator_is_an_error() {
         Err(Error::Plan(_))
     ));
 }
+
+/// Two producers' outputs share the local name `out`; the consumer reads
+/// both. Asking for `out` is an error naming both entries (never the first
+/// one found); the entry names pick each.
+#[test]
+fn a_name_that_matches_two_inputs_is_an_error_naming_both() {
+    let ctx = context(1 << 20);
+    let mut a = entry("m1/out", EntryKind::Array, "uint8", vec![Some(4)]);
+    let mut b = entry("m2/out", EntryKind::Array, "uint8", vec![Some(8)]);
+    a.producer = 0;
+    b.producer = 1;
+    a.consumers = vec![2];
+    b.consumers = vec![2];
+    let plan = Plan {
+        pipeline: "two-outs".into(),
+        operators: vec![
+            OperatorPlan {
+                name: "m1".into(),
+                inputs: vec![],
+                outputs: vec![("out".into(), 0)],
+            },
+            OperatorPlan {
+                name: "m2".into(),
+                inputs: vec![],
+                outputs: vec![("out".into(), 1)],
+            },
+            OperatorPlan {
+                name: "sink".into(),
+                inputs: vec![("out".into(), 0), ("out".into(), 1)],
+                outputs: vec![],
+            },
+        ],
+        entries: vec![a, b],
+        streaming: None,
+    };
+    plan.publish(&ctx).unwrap();
+    let sink = Operator::attach(ctx, "sink").unwrap();
+    match sink.input("OUT") {
+        Err(Error::AmbiguousEntry {
+            name,
+            first,
+            second,
+        }) => assert_eq!(
+            (name.as_str(), first.as_str(), second.as_str()),
+            ("OUT", "m1/out", "m2/out")
+        ),
+        other => panic!("{other:?}"),
+    }
+    let msg = sink.input("out").unwrap_err().to_string();
+    assert!(msg.contains("m1/out") && msg.contains("m2/out"), "{msg}");
+    assert_eq!(sink.input("m2/out").unwrap().name(), "m2/out");
+    assert_eq!(sink.input("M1/OUT").unwrap().name(), "m1/out");
+    assert!(matches!(sink.input("nope"), Err(Error::UnknownEntry(_))));
+}
+
+/// Issue 28 (seed 001): an output's shape comes from the plan, its mapping
+/// from the allocation. When they disagree (a plan rewritten after the
+/// driver allocated: 8 MiB claimed, 1 MiB there) the entry is refused
+/// instead of reporting a size the mapping does not have.
+#[test]
+fn an_output_whose_plan_disagrees_with_its_allocation_is_refused() {
+    let ctx = context(16 << 20);
+    plan().publish(&ctx).unwrap();
+    // The plan says [2, 3] float32 (24 bytes); the allocation is [1, 3].
+    let small = ctx
+        .create_array(dtype::Type::primitive(dtype::Primitive::Float32), &[1, 3])
+        .unwrap();
+    small.publish("prod/vol").unwrap();
+    small.release().unwrap();
+    match Operator::attach(ctx.clone(), "Prod") {
+        Err(Error::Corrupt(why)) => assert!(
+            why.contains("Prod/Vol") && why.contains("24 bytes") && why.contains("12 bytes"),
+            "{why}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    // The consumer reads the producer's published shape: its size is the
+    // mapping's.
+    let cons = Operator::attach(ctx, "cons").unwrap();
+    let vol = cons.input("vol").unwrap();
+    assert_eq!(vol.size_bytes(), vol.map().unwrap().len());
+    assert_eq!(vol.size_bytes(), 12);
+}

@@ -9,6 +9,9 @@
 //!   BYTES, writes its every page, publishes it, and frees it;
 //! * `array CAPACITY ROWS COLS` — the same through `create_array`
 //!   (float32).
+//! * `cached CAPACITY FIRST SECOND` — creates a context, an allocation of
+//!   FIRST bytes (every page written) and frees it (the context keeps the
+//!   block cached), then the same with SECOND bytes;
 //! * `hold named|anonymous` — creates a context (named with the prefix
 //!   `PREFIX` when set), publishes `secret` (8
 //!   bytes, 0x5A), prints `handle HANDLE pid PID`, and keeps it until its
@@ -72,6 +75,15 @@ fn run(args: &[String]) -> Result<Result<(), Error>, String> {
             a.map_mut()?.iter_mut().step_by(4096).for_each(|b| *b = 1);
             a.publish("filled")?;
             a.free()
+        })(),
+        Some("cached") => (|| {
+            let ctx = context(a1)?;
+            for bytes in [a2, a3] {
+                let mut a = ctx.create(bytes)?;
+                a.map_mut()?.iter_mut().step_by(4096).for_each(|b| *b = 1);
+                a.free()?;
+            }
+            Ok(())
         })(),
         Some("array") => (|| {
             let ctx = context(a1)?;

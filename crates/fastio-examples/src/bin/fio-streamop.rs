@@ -11,7 +11,9 @@
 //! * `stage IN... OUT` — checks every input frame, then writes the first
 //!   one's content, one stage further, to OUT (`SLOW_US` per frame).
 //! * `sink IN...` — checks every frame; prints the count; with
-//!   `EXPECT_FRAMES`, exits 5 unless exactly that many arrived, in order.
+//!   `EXPECT_FRAMES`, exits 5 unless exactly that many arrived, in order;
+//!   with `EXPECT_STAGES=a,b,...`, exits 6 unless every frame of input `k`
+//!   went through the `k`-th count of stages (which producer it came from).
 //!
 //! `FAIL_AT=k` makes the operator return an error at step `k` (its loop is
 //! abandoned: its outputs fail). `DIE_AT=k` makes the operator SIGKILL itself at step `k` while it holds
@@ -181,11 +183,20 @@ fn run() -> Result {
         }
         "sink" => {
             let inputs = &args[1..];
+            let expect_stages: Option<Vec<u32>> = std::env::var("EXPECT_STAGES")
+                .ok()
+                .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect());
             for step in op.frames()? {
                 let step = step?;
-                for i in inputs {
+                for (k, i) in inputs.iter().enumerate() {
                     let f = step.input(i)?;
-                    check(f.source_seq(), f.bytes());
+                    let stages = check(f.source_seq(), f.bytes());
+                    if let Some(want) = expect_stages.as_ref().and_then(|e| e.get(k))
+                        && *want != stages
+                    {
+                        eprintln!("input {i}: a frame of {stages} stages, expected {want}");
+                        std::process::exit(6);
+                    }
                 }
                 maybe_die(&step, None)?;
                 if let Some(l) = last
