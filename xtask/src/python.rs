@@ -1,5 +1,6 @@
 //! `cargo xtask python`: builds the `fastio` Python package (crate
-//! `fastio-python`) into a wheel with maturin, installs that wheel into a
+//! `fastio-python`) into a wheel as `pip install crates/fastio-python`
+//! does (maturin's PEP 517 backend), installs that wheel into a
 //! fresh virtual environment (`target/venv-python`), and runs its pytest
 //! suite there. The suite's pipeline test runs the `fastio` and
 //! `fio-testop` binaries, built here first. mypy's `stubtest` then checks
@@ -21,7 +22,6 @@ pub(crate) fn run() -> Result<(), String> {
         .copied()
         .collect();
     let python = crate::venv::python("venv-python", &packages, "python")?;
-    let venv = root().join("target").join("venv-python");
     Step::new(
         "python binaries",
         cargo([
@@ -37,12 +37,15 @@ pub(crate) fn run() -> Result<(), String> {
     .run()?;
     let wheels = root().join("target").join("wheels");
     let _ = std::fs::remove_dir_all(&wheels);
-    let mut build = Command::new(venv.join("bin").join("maturin"));
+    // The way a user installs it (`pip install crates/fastio-python`):
+    // pip reads pyproject.toml and builds through maturin's PEP 517 backend
+    // in an isolated environment, here into a wheel.
+    let mut build = Command::new(&python);
     build
-        .args(["build", "--release", "--quiet", "--out"])
+        .args(["-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir"])
         .arg(&wheels)
-        .current_dir(root().join("crates").join("fastio-python"));
-    Step::new("python wheel", build).run()?;
+        .arg(root().join("crates").join("fastio-python"));
+    Step::new("python wheel (pip)", build).run()?;
     let wheel = std::fs::read_dir(&wheels)
         .map_err(|e| format!("read {}: {e}", wheels.display()))?
         .flatten()

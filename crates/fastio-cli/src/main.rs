@@ -56,7 +56,37 @@ pub(crate) struct Failure {
     pub(crate) code: u8,
 }
 
+/// Exit status of a command whose standard output was closed: what a shell
+/// reports for a process ended by `SIGPIPE` (128 + 13).
+const CLOSED_STDOUT: i32 = 141;
+
+/// A closed standard output (`fastio ... | head`) ends the command quietly,
+/// as it ends other Unix tools, instead of a panic with a backtrace. Rust
+/// ignores `SIGPIPE`, so a write to a closed pipe fails with `EPIPE` and
+/// `println!` panics with that error: this hook recognises exactly that
+/// panic and exits with [`CLOSED_STDOUT`]; every other panic is reported
+/// as before.
+fn quiet_when_stdout_closes() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        let broken_pipe = std::io::Error::from(std::io::ErrorKind::BrokenPipe);
+        if message.starts_with("failed printing to stdout")
+            && (message.contains("os error 32") || message.contains(&broken_pipe.to_string()))
+        {
+            std::process::exit(CLOSED_STDOUT);
+        }
+        report(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_when_stdout_closes();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Dtype(cmd) => dtype_cmd::run(cmd),

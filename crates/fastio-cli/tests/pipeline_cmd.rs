@@ -243,3 +243,34 @@ fn without_output_every_run_gets_a_fresh_private_directory_that_exists() {
     assert_ne!(dirs[0], dirs[1]);
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// Issue 28: a closed standard output (`fastio ... | head`) ends every
+/// command quietly, as in other Unix tools: no panic, no backtrace, the
+/// status a shell gives a process ended by SIGPIPE.
+#[test]
+fn a_closed_stdout_ends_commands_quietly() {
+    let yaml = write("closed-stdout.yaml", SHELL);
+    let y = yaml.to_str().unwrap();
+    let commands: [&[&str]; 4] = [
+        &["pipeline", "plan", y, "--format", "json"],
+        &["pipeline", "plan", y, "--format", "dot"],
+        &["pipeline", "plan", y],
+        &["dtype", "show", "3 * 4 * float32"],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader); // closed before the command writes anything
+        let out = fastio()
+            .args(args)
+            .stdout(writer)
+            .stderr(std::process::Stdio::piped())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("panicked") && !err.contains("backtrace"),
+            "{args:?}: {err}"
+        );
+        assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
+    }
+}

@@ -116,11 +116,86 @@ struct Placeholder {
     column: u64,
 }
 
+/// The byte ranges of YAML comments in `text`: from a `#` at the start of
+/// a line or after white space, outside quotes and block scalars (`|`,
+/// `>`), to the end of its line. Comments are not substituted: a
+/// placeholder mentioned there is text.
+fn comments(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    // The indentation of the line that opened a block scalar: lines
+    // indented deeper (or blank) are its content.
+    let mut block: Option<usize> = None;
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let start = at;
+        at += line.len();
+        let body = line.trim_end_matches(['\n', '\r']);
+        let indent = body.len() - body.trim_start_matches(' ').len();
+        if let Some(parent) = block {
+            if body.trim().is_empty() || indent > parent {
+                continue;
+            }
+            block = None;
+        }
+        let mut quote: Option<char> = None;
+        let mut prev = ' ';
+        let mut last_token = None::<char>;
+        let mut end_of_code = body.len();
+        let mut chars = body.char_indices().peekable();
+        while let Some((i, c)) = chars.next() {
+            match quote {
+                Some('\'') if c == '\'' => {
+                    if chars.peek().map(|&(_, n)| n) == Some('\'') {
+                        chars.next();
+                    } else {
+                        quote = None;
+                    }
+                }
+                Some('"') if c == '\\' => {
+                    chars.next();
+                }
+                Some('"') if c == '"' => quote = None,
+                Some(_) => {}
+                None if c == '#' && prev.is_whitespace() => {
+                    out.push((start + i, start + body.len()));
+                    end_of_code = i;
+                    break;
+                }
+                None if (c == '\'' || c == '"')
+                    && matches!(last_token, None | Some(':' | '-' | '[' | '{' | ',' | '?')) =>
+                {
+                    quote = Some(c)
+                }
+                None => {}
+            }
+            if !c.is_whitespace() {
+                last_token = Some(c);
+            }
+            prev = c;
+        }
+        // A block scalar's header: `key: |`, `- >-`, `|2` ...
+        let code = body[..end_of_code].trim_end();
+        let header = code.trim_end_matches(|c: char| c == '-' || c == '+' || c.is_ascii_digit());
+        if quote.is_none() && (header.ends_with('|') || header.ends_with('>')) {
+            let before = header[..header.len() - 1].trim_end();
+            if before.is_empty() || before.ends_with(':') || before.ends_with('-') {
+                block = Some(indent);
+            }
+        }
+    }
+    out
+}
+
 fn placeholders(text: &str) -> Vec<Placeholder> {
+    let comments = comments(text);
     let mut out = Vec::new();
     let mut from = 0;
     while let Some(k) = text[from..].find("${{") {
         let start = from + k;
+        if let Some(&(_, end)) = comments.iter().find(|&&(a, b)| a <= start && start < b) {
+            from = end;
+            continue;
+        }
         let Some(close) = text[start..].find("}}") else {
             // An unclosed `${{`: reported as a placeholder without a name.
             let before = &text[..start];
@@ -290,6 +365,20 @@ mod tests {
         assert_eq!(r.items.len(), 1);
         assert_eq!((r.items[0].line, r.items[0].column), (1, 4));
         assert!(r.items[0].message.contains("without a closing"));
+    }
+
+    #[test]
+    fn placeholders_in_comments_are_text_but_not_in_strings_or_block_scalars() {
+        let text = "# every ${{ a }} has a default\n\
+x: ${{ b }} # but ${{ c }} here is a comment\n\
+y: 'a # ${{ d }}'\n\
+z: \"it's # ${{ e }}\"\n\
+w: don't#${{ f }}\n\
+s: |\n  echo # ${{ g }}\n\n  more # ${{ h }}\n\
+t: after # ${{ i }}\n\
+  # ${{ j }} indented comment\n";
+        let names: Vec<String> = placeholders(text).into_iter().map(|p| p.name).collect();
+        assert_eq!(names, ["b", "d", "e", "f", "g", "h"]);
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub struct PlacementDoc {
     /// The host of every operator not listed (default `main`).
     pub default: Option<Spanned<String>>,
     /// Host name: the operators it runs.
-    pub hosts: Option<BTreeMap<String, Spanned<Vec<Spanned<String>>>>>,
+    pub hosts: Option<std::collections::HashMap<Spanned<String>, Spanned<Vec<Spanned<String>>>>>,
 }
 
 /// `streaming:`: the operators stay up and frames flow through them.
@@ -96,9 +96,9 @@ pub struct OperatorDoc {
     /// What runs.
     pub container: Option<ContainerDoc>,
     /// Its inputs.
-    pub input: Option<Vec<InputDoc>>,
+    pub input: Option<Vec<Spanned<InputDoc>>>,
     /// Its outputs.
-    pub output: Option<Vec<OutputDoc>>,
+    pub output: Option<Vec<Spanned<OutputDoc>>>,
     /// Services (ignored locally).
     pub services: Option<Spanned<IgnoredAny>>,
     /// Models (0.6.0+; ignored locally).

@@ -154,11 +154,15 @@ pub(crate) fn check(
         .map(|(i, o)| (o.name.to_ascii_lowercase(), i))
         .collect();
     let mut placed: Vec<Option<String>> = vec![None; ops.len()];
-    for (host, list) in d.hosts.iter().flatten() {
+    // In the order the definition writes them.
+    let mut hosts: Vec<_> = d.hosts.iter().flatten().collect();
+    hosts.sort_by_key(|(h, _)| (h.referenced.line(), h.referenced.column()));
+    for (host_at, list) in hosts {
+        let host = &host_at.value;
         let path = format!("placement.hosts.{host}");
         if !valid_host_name(host) {
             r.error(
-                list.referenced,
+                host_at.referenced,
                 &path,
                 format!("host name {host:?} must be 1 to {MAX_HOST_LEN} characters of a-z 0-9 _ -"),
             );
@@ -180,7 +184,7 @@ pub(crate) fn check(
                             ops[i].name
                         ),
                     ),
-                    None => placed[i] = Some(host.clone()),
+                    None => placed[i] = Some(host.to_owned()),
                 },
             }
         }
@@ -279,8 +283,8 @@ operators:
             ),
             (
                 "placement:\n  hosts:\n    gpu: [infer]\n    cpu: [show, INFER]\n",
-                "is already placed on host \"cpu\"",
-                5,
+                "is already placed on host \"gpu\"",
+                6,
             ),
             (
                 "placement:\n  hosts:\n    GPU: [infer]\n",
@@ -302,6 +306,10 @@ operators:
                 .unwrap_or_else(|| panic!("{section}: {errors:?}"));
             assert_eq!(e.line, line, "{section}: {e}");
         }
+        // A bad host name is reported at the name (the key), not its list.
+        let errors = parse("placement:\n  hosts:\n    GPU: [infer]\n").unwrap_err();
+        let e = errors.iter().find(|d| d.message.contains("GPU")).unwrap();
+        assert_eq!((e.line, e.column), (5, 5), "{e}");
         // A streaming pipeline is placed like a one-shot one.
         let yaml = format!(
             "api-version: 0.5.0\nname: p\nstreaming: {{frames: 3, max-shape: {{infer/w: [8]}}}}\nplacement:\n  hosts:\n    gpu: [infer]\n{OPS}"

@@ -17,7 +17,7 @@ use fastio::plan::{EntryKind, Plan, StreamingPlan};
 use serde_saphyr::Spanned;
 
 use crate::load::Report;
-use crate::model::StreamingDoc;
+use crate::model::{OperatorDoc, StreamingDoc};
 use crate::validate::{IoType, OperatorDef};
 
 /// Largest depth.
@@ -33,6 +33,7 @@ pub const DEFAULT_RESTARTS: u32 = 3;
 pub(crate) fn check(
     doc: &Spanned<StreamingDoc>,
     ops: &[OperatorDef],
+    docs: &[OperatorDoc],
     plan: &Plan,
     r: &mut Report,
 ) -> Option<StreamingPlan> {
@@ -85,25 +86,51 @@ pub(crate) fn check(
         Some((t.value * 1000.0).ceil() as u64)
     });
     // Disk streams are files of a whole job: they cannot flow per frame.
+    // Each is reported at its own output or input.
     for (i, op) in ops.iter().enumerate() {
-        let disk_out = op
+        let doc_op = docs.get(i);
+        for out in op
             .outputs
             .iter()
-            .any(|o| matches!(o.ty, IoType::Stream { .. }));
-        let disk_in = op
-            .inputs
-            .iter()
-            .any(|o| o.from.is_some() && matches!(o.ty, IoType::Stream { .. }));
-        if disk_out || disk_in {
+            .filter(|o| matches!(o.ty, IoType::Stream { .. }))
+        {
+            let (k, node) = doc_op
+                .and_then(|d| {
+                    d.output.iter().flatten().enumerate().find(|(_, o)| {
+                        o.value
+                            .name
+                            .as_ref()
+                            .is_some_and(|n| n.value.eq_ignore_ascii_case(&out.name))
+                    })
+                })
+                .map_or((0, at), |(k, o)| (k, o.referenced));
             r.error(
-                at,
-                &format!("operators[{i}]"),
+                node,
+                &format!("operators[{i}].output[{k}]"),
                 format!(
-                    "operator {} has a `type: stream` (disk) {}: a streaming pipeline passes frames in shared memory only",
-                    op.name,
-                    if disk_out { "output" } else { "input" }
+                    "operator {} has a `type: stream` (disk) output {}: a streaming pipeline passes frames in shared memory only",
+                    op.name, out.name
                 ),
             );
+        }
+        for (k, inp) in doc_op
+            .and_then(|d| d.input.as_ref())
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            let disk = inp.value.from.is_some()
+                && inp.value.ty.as_ref().is_some_and(|t| t.value == "stream");
+            if disk {
+                r.error(
+                    inp.referenced,
+                    &format!("operators[{i}].input[{k}]"),
+                    format!(
+                        "operator {} has a `type: stream` (disk) input: a streaming pipeline passes frames in shared memory only",
+                        op.name
+                    ),
+                );
+            }
         }
     }
     // Largest shapes: given for every dynamic entry, for no static one.

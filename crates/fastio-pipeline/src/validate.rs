@@ -353,7 +353,8 @@ pub(crate) fn validate(doc: &PipelineDoc, r: &mut Report) -> Option<Pipeline> {
         let mut seen: BTreeMap<String, usize> = BTreeMap::new();
         let mut list = Vec::new();
         for (k, out) in op.output.iter().flatten().enumerate() {
-            list.push(output_def(r, out, i, k, op.name.referenced, &mut seen));
+            // Diagnostics about an output point at it, not its operator.
+            list.push(output_def(r, &out.value, i, k, out.referenced, &mut seen));
         }
         outputs.push(list);
         for (key, v) in [
@@ -372,11 +373,34 @@ pub(crate) fn validate(doc: &PipelineDoc, r: &mut Report) -> Option<Pipeline> {
     }
     let mut operators = Vec::new();
     for (i, op) in doc.operators.iter().enumerate() {
-        let mut inputs = Vec::new();
+        let mut inputs: Vec<InputDef> = Vec::new();
+        // Where each producer's output was first declared as an input.
+        let mut declared: BTreeMap<(usize, String), usize> = BTreeMap::new();
         for (k, inp) in op.input.iter().flatten().enumerate() {
-            if let Some(d) = input_def(r, inp, i, k, op.name.referenced, &by_name, &outputs) {
-                inputs.push(d);
+            let Some(d) = input_def(r, &inp.value, i, k, inp.referenced, &by_name, &outputs) else {
+                continue;
+            };
+            if let (Some(from), Some(name)) = (d.from, &d.name) {
+                let key = (from, name.to_ascii_lowercase());
+                if let Some(&j) = declared.get(&key) {
+                    let at = inp
+                        .value
+                        .name
+                        .as_ref()
+                        .map_or(inp.referenced, |n| n.referenced);
+                    r.error(
+                        at,
+                        &format!("operators[{i}].input[{k}]"),
+                        format!(
+                            "input {}/{} is already declared in this operator (input[{j}])",
+                            doc.operators[from].name.value, name
+                        ),
+                    );
+                    continue;
+                }
+                declared.insert(key, k);
             }
+            inputs.push(d);
         }
         let c = op.container.as_ref();
         let command: Vec<String> = c
@@ -412,7 +436,7 @@ pub(crate) fn validate(doc: &PipelineDoc, r: &mut Report) -> Option<Pipeline> {
     }
     let mut plan = plan(&doc.name.value, &operators);
     if let Some(sd) = &doc.streaming {
-        plan.streaming = crate::streaming::check(sd, &operators, &plan, r);
+        plan.streaming = crate::streaming::check(sd, &operators, &doc.operators, &plan, r);
         if r.has_errors() {
             return None;
         }
@@ -436,11 +460,11 @@ fn output_def(
     out: &OutputDoc,
     op: usize,
     k: usize,
-    op_at: Location,
+    node_at: Location,
     seen: &mut BTreeMap<String, usize>,
 ) -> Option<OutputDef> {
     let path = format!("operators[{op}].output[{k}]");
-    let at = out.ty.as_ref().map_or(op_at, |t| t.referenced);
+    let at = out.ty.as_ref().map_or(node_at, |t| t.referenced);
     let ty = io_type(
         r,
         Io {
@@ -481,12 +505,12 @@ fn input_def(
     inp: &InputDoc,
     op: usize,
     k: usize,
-    op_at: Location,
+    node_at: Location,
     by_name: &BTreeMap<String, usize>,
     outputs: &[Vec<Option<OutputDef>>],
 ) -> Option<InputDef> {
     let path = format!("operators[{op}].input[{k}]");
-    let at = inp.ty.as_ref().map_or(op_at, |t| t.referenced);
+    let at = inp.ty.as_ref().map_or(node_at, |t| t.referenced);
     let ty = io_type(
         r,
         Io {

@@ -878,10 +878,11 @@ operators:
 fn type_is_required() {
     let text = single("{name: a}");
     let e = only_error(&text);
-    // Without a `type`, the operator's name locates the problem.
+    // Without a `type`, the output (or input) itself locates the problem,
+    // not its operator.
     check(
         &e,
-        at(&text, "- name: solo", "solo"),
+        at(&text, "- {name: a}", "{"),
         "operators[0].output[0]",
         "`type` is missing",
     );
@@ -890,7 +891,7 @@ fn type_is_required() {
     let e = only_error(&text);
     check(
         &e,
-        at(&text, "- name: solo", "solo"),
+        at(&text, "- {name: frames}", "{"),
         "operators[0].input[0]",
         "`type` is missing",
     );
@@ -1700,5 +1701,39 @@ fn unknown_streaming_keys_and_disk_streams_are_errors() {
     );
     let text = format!("{text}streaming:\n{MAX_SHAPES}");
     let e = only_error(&text);
-    check_line(&e, 16, "operators[0]", "disk");
+    // At the disk output itself, not the `streaming:` section.
+    check(
+        &e,
+        at(&text, "- {name: log, type: stream", "{"),
+        "operators[0].output[2]",
+        "disk",
+    );
+}
+
+/// Issue 28: the same producer's output declared twice as an input of one
+/// operator is an error at the second declaration, as duplicate outputs
+/// are.
+#[test]
+fn the_same_input_twice_is_an_error_at_the_second() {
+    let text = edit(
+        BASE,
+        "  - {from: gen, name: label, type: string}\n",
+        "  - {from: gen, name: label, type: string}\n  - {from: GEN, name: Volume, type: array, element-type: float32, shape: [3, -1]}\n",
+    );
+    let e = only_error(&text);
+    check(
+        &e,
+        at(&text, "name: Volume", "Volume"),
+        "operators[1].input[2]",
+        "input gen/volume is already declared in this operator (input[0])",
+    );
+}
+
+/// Issue 28: a YAML comment that mentions a placeholder is not
+/// substituted (it is text, not a use of a parameter).
+#[test]
+fn placeholders_in_comments_are_not_substituted() {
+    let text = format!("# every ${{{{ name }}}} has a default\n{BASE}");
+    let def = ok(&text);
+    assert_eq!(def.pipeline.name, "demo");
 }

@@ -226,7 +226,10 @@ impl PyAllocation {
 
     /// Maps the memory (read-write and exclusive across processes unless
     /// `writable` is false) and returns it as a memoryview; `unmap` ends
-    /// it.
+    /// it. While that memoryview (or anything made from it) is alive,
+    /// `unmap` raises `BufferError` and changes nothing: release it first
+    /// (`m.release()`, or `with alloc.map() as m:`), so no view can outlive
+    /// the mapping.
     #[pyo3(signature = (writable = true))]
     fn map<'py>(&mut self, py: Python<'py>, writable: bool) -> PyResult<Bound<'py, PyMemoryView>> {
         if self.mapping.is_some() {

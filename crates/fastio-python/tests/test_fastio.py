@@ -87,6 +87,23 @@ def test_unmap_while_views_live_raises_and_never_dangles(ctx):
     assert a.buffer is None
 
 
+def test_unmap_raises_buffer_error_until_the_memoryview_of_map_is_released(ctx):
+    """Issue 28: `map()` returns a memoryview; `unmap()` raises BufferError
+    while it lives (nothing changes) and works once it is released."""
+    a = ctx.create(24)
+    m = a.map()
+    assert isinstance(m, memoryview) and len(m) == 24
+    m[0] = 7
+    with pytest.raises(BufferError):
+        a.unmap()
+    assert m[0] == 7                      # still mapped, still usable
+    m.release()
+    a.unmap()
+    with a.map() as m2:
+        assert m2[0] == 7
+    a.unmap()                             # released by `with`
+
+
 def test_mappings_and_allocations_are_context_managers(ctx):
     published(ctx)
     with ctx.get("x") as b:
@@ -651,6 +668,58 @@ streaming:
     assert p.returncode == 0, (p.stdout, p.stderr)
     assert "[sink] python sink: 40 frames" in p.stderr, p.stderr
     assert '[sink] python sink: the name "out" matches two entries' in p.stderr, p.stderr
+
+
+PYTHON_SOURCE_THAT_CLOSES = """
+import numpy as np
+import fastio
+
+op = fastio.Operator.from_env()
+words = np.arange(1, 64, dtype=np.uint64)
+n = 0
+for frame in op.frames:
+    row = np.zeros((1, 64), dtype=np.uint32)
+    # fio-streamop's rule: word i of source frame s is s * 2654435761 + i.
+    row[0, 1:] = ((frame.seq * 2654435761 + words) % (1 << 32)).astype(np.uint32)
+    frame.write("v", row)
+    n += 1
+    if n == 30:
+        op.frames.close()
+        break
+assert list(op.frames) == [], "a closed loop gave more frames"
+print(f"python source: closed after {n} frames")
+"""
+
+
+def test_a_python_source_ends_its_stream_on_purpose_with_frames_close(tmp_path):
+    """Issue 28: `op.frames.close()` ends a Python source's outputs: the sink
+    sees exactly the frames published before it and the end of the stream,
+    not a poisoned input, and the run succeeds."""
+    cli, streamop = os.environ.get("FASTIO_CLI"), os.environ.get("FASTIO_STREAMOP")
+    if not (cli and streamop):
+        pytest.skip("binaries not given (run through cargo xtask python)")
+    (tmp_path / "src.py").write_text(PYTHON_SOURCE_THAT_CLOSES)
+    arr = "type: array, element-type: uint32, shape: [-1, 64]"
+    yaml = f"""
+api-version: 0.5.0
+name: py-close
+operators:
+- name: src
+  container: {{image: python, command: [{sys.executable}, ./src.py]}}
+  output: [{{name: v, {arr}}}]
+- name: sink
+  container: {{image: rust, command: [{streamop}, sink, v], variables: {{EXPECT_FRAMES: 30}}}}
+  input: [{{from: src, name: v, {arr}}}]
+streaming:
+  frames: 1000
+  max-shape:
+    src/v: [4, 64]
+"""
+    (tmp_path / "p.yaml").write_text(yaml)
+    p = subprocess.run([cli, "run", str(tmp_path / "p.yaml")], capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    assert "[src] python source: closed after 30 frames" in p.stderr, p.stderr
+    assert "[sink] sink: 30 frames" in p.stderr, p.stderr
 
 
 STREAM_CONSUMER = """

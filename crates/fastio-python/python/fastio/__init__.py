@@ -49,6 +49,7 @@ __all__ = [
     "AccessError",
     "Entry",
     "Frame",
+    "Frames",
     "Error",
     "FastIOAllocation",
     "FastIOContext",
@@ -336,16 +337,42 @@ class Operator:
         return Entry(self._o.output(name))
 
     def __iter__(self) -> Iterator["Frame"]:
-        """The frames of a streaming job: ``for frame in op:``. Each frame
-        holds one frame of every input (aligned by source frame) and a slot
-        of every output; its outputs are published when the loop moves on.
-        Waiting for a frame releases the GIL. Raises ``Error`` when the job
-        does not stream, ``PoisonedError`` when an input failed."""
-        frames = self._o.frames
-        if frames is None:
+        """The frames of a streaming job: ``for frame in op:`` (the same as
+        ``for frame in op.frames:``). Each frame holds one frame of every
+        input (aligned by source frame) and a slot of every output; its
+        outputs are published when the loop moves on. Waiting for a frame
+        releases the GIL. Raises ``Error`` when the job does not stream,
+        ``PoisonedError`` when an input failed."""
+        return iter(self.frames)
+
+    @property
+    def frames(self) -> "Frames":
+        """The frame loop of a streaming job (``Error`` when the job does
+        not stream): iterate it, and ``op.frames.close()`` ends the outputs
+        on purpose (downstream sees the end of the stream after the frames
+        published so far), where leaving the loop any other way fails them."""
+        native = self._o.frames
+        if native is None:
             raise Error("the job does not stream (no `streaming:` section)")
-        for native in frames:
+        return Frames(native)
+
+
+class Frames:
+    """A streaming operator's frame loop (``op.frames``)."""
+
+    def __init__(self, native: _native.Frames):
+        self._n = native
+
+    def __iter__(self) -> Iterator["Frame"]:
+        for native in self._n:
             yield Frame(native)
+
+    def close(self) -> None:
+        """Ends the loop before its inputs end: publishes the current
+        frame's outputs, then ends every output, as at the end of the
+        stream. A source stops its stream this way; the loop yields no more
+        frames afterwards."""
+        self._n.close()
 
 
 class Frame:
