@@ -116,7 +116,8 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "SECS", default_value_t = 3.0, requires = "host")]
     lease: f64,
     /// A Zenoh configuration file (json5) to start from, for a router or
-    /// TLS; the options above are set on top of it.
+    /// client mode (endpoints are `tcp/` only: this build has no TLS); the
+    /// options above are set on top of it.
     #[arg(long, value_name = "FILE", requires = "host")]
     zenoh_config: Option<PathBuf>,
 }

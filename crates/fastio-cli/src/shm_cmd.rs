@@ -17,11 +17,21 @@ pub(crate) enum ShmCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Unlink this library's segments that no live process has open.
+    /// Unlink this library's segments that no live process has open: every
+    /// dead one, or only those named, or only one run's.
     Gc {
         /// Only segments named `<PREFIX>-...`.
         #[arg(long)]
         prefix: Option<String>,
+        /// Only the dead segments that this process created: the contexts
+        /// of the `fastio run` whose process id it was (the `creator` `shm
+        /// ls` shows).
+        #[arg(long, value_name = "PID", conflicts_with = "names")]
+        run: Option<u32>,
+        /// Only these segments (names as `shm ls` prints them); a named
+        /// segment still open in a live process is an error.
+        #[arg(value_name = "NAME")]
+        names: Vec<String>,
     },
 }
 
@@ -67,7 +77,55 @@ pub(crate) fn run(cmd: ShmCommand) -> Result<(), Failure> {
             }
             Ok(())
         }
-        ShmCommand::Gc { prefix } => {
+        ShmCommand::Gc {
+            run: None, names, ..
+        } if !names.is_empty() => {
+            let mut removed = Vec::new();
+            for name in &names {
+                match shm_core::gc_one(name) {
+                    Ok(Some(info)) => removed.push(info),
+                    Ok(None) => {
+                        return Err(Failure {
+                            message: format!(
+                                "collecting {name}: no segment of this library named so (see `fastio shm ls`)"
+                            ),
+                            code: 1,
+                        });
+                    }
+                    Err(e) => return Err(failure(&format!("collecting {name}"), e)),
+                }
+            }
+            for s in &removed {
+                println!("removed {}", row(s));
+            }
+            println!("{} segment(s) removed", removed.len());
+            Ok(())
+        }
+        ShmCommand::Gc {
+            prefix,
+            run: Some(pid),
+            ..
+        } => {
+            let segments = shm_core::list_segments(prefix.as_deref())
+                .map_err(|e| failure("listing /dev/shm", e))?;
+            let mut removed = Vec::new();
+            for s in segments.iter().filter(|s| s.creator_pid == Some(pid)) {
+                if s.alive {
+                    continue;
+                }
+                match shm_core::gc_one(&s.name) {
+                    Ok(Some(info)) => removed.push(info),
+                    Ok(None) | Err(shm_core::Error::InUse(_)) => {}
+                    Err(e) => return Err(failure(&format!("collecting {}", s.name), e)),
+                }
+            }
+            for s in &removed {
+                println!("removed {}", row(s));
+            }
+            println!("{} segment(s) removed", removed.len());
+            Ok(())
+        }
+        ShmCommand::Gc { prefix, .. } => {
             let removed =
                 shm_core::gc(prefix.as_deref()).map_err(|e| failure("collecting /dev/shm", e))?;
             for s in &removed {

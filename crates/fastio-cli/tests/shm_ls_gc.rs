@@ -67,3 +67,79 @@ fn bad_prefix_is_one_line_and_non_zero() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("fastio: listing /dev/shm:"), "{err}");
 }
+
+/// A dead, persisted segment of `prefix`: its name.
+fn dead_segment(prefix: &str) -> String {
+    let seg = Segment::create(
+        &SegmentOptions::new(8192)
+            .prefix(prefix.to_owned())
+            .persist(true),
+    )
+    .unwrap();
+    let name = seg.name().unwrap().to_owned();
+    drop(seg);
+    name
+}
+
+/// Issue 28: `fastio shm gc NAME` collects that one segment (and refuses a
+/// live one by name), `--run PID` the dead ones that process created, and
+/// a name with a newline or bytes that are not UTF-8 is listed escaped and
+/// collected by that text, never skipped.
+#[test]
+fn gc_collects_one_segment_by_name_or_one_runs_and_odd_names_are_escaped() {
+    use std::os::unix::ffi::OsStringExt;
+    let prefix = format!("shmcoretest-one{}", std::process::id());
+    let (a, b) = (dead_segment(&prefix), dead_segment(&prefix));
+    let live = Segment::create(&SegmentOptions::new(8192).prefix(prefix.clone())).unwrap();
+    let live_name = live.name().unwrap().to_owned();
+
+    let out = fastio(&["shm", "gc", &a]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("1 segment(s) removed"));
+    let names: Vec<String> = listed(&prefix)
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!names.contains(&a) && names.contains(&b) && names.contains(&live_name));
+
+    let out = fastio(&["shm", "gc", &live_name]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("open in a live process"), "{err}");
+    let out = fastio(&["shm", "gc", &format!("{prefix}-nonesuch")]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+
+    // A copy of b under a name with a newline and a byte that is not UTF-8.
+    let odd =
+        std::ffi::OsString::from_vec([format!("{prefix}-we\nird").as_bytes(), &[0xff]].concat());
+    std::fs::copy(
+        format!("/dev/shm/{b}"),
+        std::path::Path::new("/dev/shm").join(&odd),
+    )
+    .unwrap();
+    let escaped = format!("{prefix}-we\\nird\\xff");
+    let table = String::from_utf8(fastio(&["shm", "ls", "--prefix", &prefix]).stdout).unwrap();
+    assert!(table.lines().any(|l| l.starts_with(&escaped)), "{table}");
+    assert_eq!(
+        table.lines().count(),
+        4,
+        "header, b, the odd one, live:\n{table}"
+    );
+    let out = fastio(&["shm", "gc", &escaped]);
+    assert!(out.status.success(), "{out:?}");
+    assert!(!std::path::Path::new("/dev/shm").join(&odd).exists());
+
+    // --run: the dead segments a process created (ours), not another's.
+    let out = fastio(&["shm", "gc", "--prefix", &prefix, "--run", "1"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("0 segment(s) removed"));
+    let me = std::process::id().to_string();
+    let out = fastio(&["shm", "gc", "--prefix", &prefix, "--run", &me]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("1 segment(s) removed"),
+        "{out:?}"
+    );
+    let left: Vec<_> = listed(&prefix);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0]["name"], live_name.as_str());
+    drop(live);
+}

@@ -388,6 +388,24 @@ fn a_kill_storm_through_the_driver_loses_and_repeats_nothing() {
         lines.contains(&"[sink] sink: 3000 frames".to_owned()),
         "{lines:#?}"
     );
+    // Issue 28: the counts of a restarted operator cover every process of
+    // it (up to each one's last frame), not only its last process's.
+    let (src, mid, sink) = (
+        frames_of(&r, "src"),
+        frames_of(&r, "mid"),
+        frames_of(&r, "sink"),
+    );
+    assert_eq!(
+        (
+            src.frames_out[0],
+            mid.frames_in[0],
+            mid.frames_out[0],
+            sink.frames_in[0]
+        ),
+        (3000, 3000, 3000, 3000),
+        "{restarts} restarts: {src:?}\n{mid:?}"
+    );
+    assert_eq!((src.steps, mid.steps, sink.steps), (3000, 3000, 3000));
 }
 
 /// The chain bench's Rust operator (`fio-chainop`, what `cargo xtask bench

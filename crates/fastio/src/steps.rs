@@ -67,6 +67,9 @@ pub struct OperatorStats {
     pub frames_out: Vec<u64>,
     /// Frames lost to `drop-oldest` or skipped by alignment, per input.
     pub dropped: Vec<u64>,
+    /// Of those, the frames skipped by alignment (no partner on another
+    /// input), per input.
+    pub skipped: Vec<u64>,
     /// Time per step, 50th and 99th percentile (ns).
     pub step_ns: [u64; 2],
     /// Age of each input's frames when they arrived (now minus the source
@@ -250,16 +253,38 @@ impl Operator {
             .map(|(_, p)| lock(p).last_source_seq())
             .min()
             .flatten();
+        // Counts cover every process of the operator, not only this one: an
+        // operator restarted after a failure goes on from what the streams
+        // say its predecessors did (exact, up to their last frame), not
+        // from their last statistics (up to a second old).
+        let before = OperatorStats::read(&ctx, &op.name).ok().flatten();
+        let earlier = |list: Option<&Vec<u64>>, k: usize| list.and_then(|l| l.get(k)).copied();
+        let skipped: Vec<u64> = (0..inputs.len())
+            .map(|k| earlier(before.as_ref().map(|b| &b.skipped), k).unwrap_or(0))
+            .collect();
+        // A frame taken is in, dropped by the ring or skipped by alignment
+        // (a frame taken again after a restart, already delivered, counts
+        // in once: see `aligned`).
+        let frames_in: Vec<u64> = inputs
+            .iter()
+            .enumerate()
+            .map(|(k, (_, c))| {
+                c.next_seq()
+                    .saturating_sub(c.dropped())
+                    .saturating_sub(skipped[k])
+            })
+            .collect();
+        let frames_out: Vec<u64> = outputs.iter().map(|(_, p)| lock(p).next_seq()).collect();
         let tally = Tally {
             steps: if inputs.is_empty() {
                 next_out.unwrap_or(0)
             } else {
-                0
+                frames_in.iter().copied().min().unwrap_or(0)
             },
-            frames_in: vec![0; inputs.len()],
-            skipped: vec![0; inputs.len()],
             latency: (0..inputs.len()).map(|_| Samples::default()).collect(),
-            frames_out: vec![0; outputs.len()],
+            frames_in,
+            skipped,
+            frames_out,
             ..Tally::default()
         };
         let source = inputs.is_empty();
@@ -314,6 +339,7 @@ impl Steps {
                 .zip(&t.skipped)
                 .map(|((_, c), s)| c.dropped() + s)
                 .collect(),
+            skipped: t.skipped.clone(),
             step_ns: t.step.p50_p99(),
             latency_ns: t.latency.iter().map(Samples::p50_p99).collect(),
             latency_buckets: t.latency.iter().map(|s| s.buckets.to_vec()).collect(),
@@ -362,6 +388,12 @@ impl Steps {
             if !moved {
                 // Already delivered by the operator this one replaces.
                 if self.delivered.is_some_and(|d| target <= d) {
+                    // The process it replaces took them in and stepped:
+                    // they count as its frames in.
+                    let mut t = lock(&self.tally);
+                    t.steps += 1;
+                    t.frames_in.iter_mut().for_each(|n| *n += 1);
+                    drop(t);
                     for (k, (_, c)) in self.inputs.iter_mut().enumerate() {
                         frames[k] = None;
                         match c.next(None)? {

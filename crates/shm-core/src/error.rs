@@ -98,6 +98,9 @@ pub enum Error {
     /// The segment is being removed by a garbage collector.
     #[error("segment is being removed")]
     Busy,
+    /// A segment asked to be collected is open in a live process.
+    #[error("segment {0} is open in a live process: only dead segments are collected")]
+    InUse(String),
     /// The named segment no longer exists (e.g. removed while opening).
     #[error("segment not found")]
     NotFound,

@@ -86,7 +86,7 @@ pub use mapping::{ReadOnlyView, ShmType};
 pub use mutex::{MutexGuard, ShmMutex};
 pub use offset::Offset;
 pub use participant::{Participant, ParticipantInfo};
-pub use reap::{SegmentInfo, gc, list_segments, shm_free_bytes};
+pub use reap::{SegmentInfo, escape_name, gc, gc_one, list_segments, shm_free_bytes};
 pub use segment::{DEFAULT_PREFIX, Segment, SegmentOptions, validate_prefix};
 pub use shared::Access;
 pub use sync::LIVENESS_TICK;

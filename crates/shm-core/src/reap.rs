@@ -21,8 +21,11 @@ use crate::sys;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SegmentInfo {
-    /// Name under `/dev/shm`.
+    /// Name under `/dev/shm`, printable: as [`escape_name`] writes it (the
+    /// same text for every ordinary name).
     pub name: String,
+    /// The name exactly as the file system has it.
+    pub file_name: std::ffi::OsString,
     /// Object size in bytes.
     pub size: u64,
     /// Whether the header validated completely.
@@ -42,13 +45,43 @@ pub struct SegmentInfo {
     pub live_participants: u32,
 }
 
-fn matches_prefix(name: &str, prefix: Option<&str>) -> bool {
+fn matches_prefix(name: &[u8], prefix: Option<&str>) -> bool {
     match prefix {
         None => true,
         Some(p) => name
-            .strip_prefix(p)
-            .is_some_and(|rest| rest.starts_with('-')),
+            .strip_prefix(p.as_bytes())
+            .is_some_and(|rest| rest.starts_with(b"-")),
     }
+}
+
+/// A file name as one printable line: valid UTF-8 stays as it is, except
+/// a backslash (written `\\`), control characters (`\n`, `\t`, `\r`,
+/// `\xNN`) and bytes that are not UTF-8 (`\xNN`). Different names give
+/// different texts, so no name is hidden or mistaken for another.
+pub fn escape_name(name: &std::ffi::OsStr) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut out = String::new();
+    for chunk in name.as_bytes().utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\t' => out.push_str("\\t"),
+                '\r' => out.push_str("\\r"),
+                c if c.is_control() => {
+                    let mut b = [0u8; 4];
+                    for byte in c.encode_utf8(&mut b).bytes() {
+                        out.push_str(&format!("\\x{byte:02x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        for byte in chunk.invalid() {
+            out.push_str(&format!("\\x{byte:02x}"));
+        }
+    }
+    out
 }
 
 /// Bytes free in `/dev/shm` for this user, when it can be asked (the room
@@ -68,10 +101,12 @@ pub fn list_segments(prefix: Option<&str>) -> Result<Vec<SegmentInfo>> {
     let dir = std::fs::read_dir(sys::SHM_DIR).map_err(Error::sys("read /dev/shm"))?;
     let mut out = Vec::new();
     for entry in dir.flatten() {
-        let Ok(name) = entry.file_name().into_string() else {
-            continue;
-        };
-        if !matches_prefix(&name, prefix) {
+        // Every name, UTF-8 or not: a segment is never skipped for its name.
+        let name = entry.file_name();
+        if !matches_prefix(
+            std::os::unix::ffi::OsStrExt::as_bytes(name.as_os_str()),
+            prefix,
+        ) {
             continue;
         }
         if let Some(info) = inspect(&name) {
@@ -83,7 +118,7 @@ pub fn list_segments(prefix: Option<&str>) -> Result<Vec<SegmentInfo>> {
 }
 
 /// Looks at one object; `None` if it is not ours (or vanished).
-fn inspect(name: &str) -> Option<SegmentInfo> {
+fn inspect(name: &std::ffi::OsStr) -> Option<SegmentInfo> {
     let st = sys::stat_name(name).ok()?;
     if !st.regular || st.uid != sys::euid() || st.size < header::MAGIC.len() as u64 {
         return None;
@@ -104,7 +139,8 @@ fn inspect(name: &str) -> Option<SegmentInfo> {
             .count() as u32
     });
     Some(SegmentInfo {
-        name: name.to_owned(),
+        name: escape_name(name),
+        file_name: name.to_owned(),
         size: st.size,
         valid: parsed.is_some(),
         creator_pid: parsed.map(|h| h.creator_pid),
@@ -125,15 +161,32 @@ pub fn gc(prefix: Option<&str>) -> Result<Vec<SegmentInfo>> {
         if info.alive {
             continue;
         }
-        if remove_if_dead(&info.name)? {
+        if remove_if_dead(&info.file_name)? {
             removed.push(info);
         }
     }
     Ok(removed)
 }
 
+/// Removes the one segment named `name` (as [`escape_name`] prints it, or
+/// exactly) if it is this library's, ours, and no live process has it
+/// open: `Ok(None)` when there is no such segment, an error naming the
+/// reason when it is alive.
+pub fn gc_one(name: &str) -> Result<Option<SegmentInfo>> {
+    let found = list_segments(None)?
+        .into_iter()
+        .find(|s| s.name == name || s.file_name == name);
+    let Some(info) = found else {
+        return Ok(None);
+    };
+    if info.alive || !remove_if_dead(&info.file_name)? {
+        return Err(Error::InUse(info.name));
+    }
+    Ok(Some(info))
+}
+
 /// Unlinks `name` if it is ours and no live handle has it open.
-fn remove_if_dead(name: &str) -> Result<bool> {
+fn remove_if_dead(name: &std::ffi::OsStr) -> Result<bool> {
     let Ok(fd) = sys::shm_open_existing(name, true) else {
         return Ok(false);
     };

@@ -42,8 +42,11 @@ pub(crate) fn share_with_group(fd: BorrowedFd<'_>, gid: u32) -> io::Result<()> {
 }
 
 /// Opens an existing object under `/dev/shm` without following symlinks.
-pub(crate) fn shm_open_existing(name: &str, write: bool) -> io::Result<OwnedFd> {
-    let path = format!("{SHM_DIR}/{name}");
+pub(crate) fn shm_open_existing(
+    name: impl AsRef<std::ffi::OsStr>,
+    write: bool,
+) -> io::Result<OwnedFd> {
+    let path = std::path::Path::new(SHM_DIR).join(name.as_ref());
     let acc = if write { OFlags::RDWR } else { OFlags::RDONLY };
     rustix::fs::open(
         path,
@@ -54,8 +57,8 @@ pub(crate) fn shm_open_existing(name: &str, write: bool) -> io::Result<OwnedFd> 
 }
 
 /// `shm_unlink(name)`.
-pub(crate) fn shm_unlink(name: &str) -> io::Result<()> {
-    rustix::shm::unlink(name).map_err(io_err)
+pub(crate) fn shm_unlink(name: impl AsRef<std::ffi::OsStr>) -> io::Result<()> {
+    rustix::shm::unlink(name.as_ref()).map_err(io_err)
 }
 
 /// `memfd_create` with sealing allowed.
@@ -115,8 +118,8 @@ pub(crate) fn fstat(fd: BorrowedFd<'_>) -> io::Result<ObjStat> {
 }
 
 /// `stat` of `/dev/shm/name` without following symlinks.
-pub(crate) fn stat_name(name: &str) -> io::Result<ObjStat> {
-    let path = format!("{SHM_DIR}/{name}");
+pub(crate) fn stat_name(name: impl AsRef<std::ffi::OsStr>) -> io::Result<ObjStat> {
+    let path = std::path::Path::new(SHM_DIR).join(name.as_ref());
     let st = rustix::fs::lstat(path).map_err(io_err)?;
     Ok(ObjStat::from(&st))
 }
