@@ -50,6 +50,8 @@ struct HostRun {
     stderr: String,
     /// What was left in the host's `/dev/shm`.
     shm_left: Vec<String>,
+    /// When the test saw the host's `fastio` exit (polled every 20 ms).
+    exited_at: Instant,
 }
 
 impl HostRun {
@@ -182,6 +184,33 @@ impl Hosts {
         }
     }
 
+    /// Waits for runs `ks` together (at most [`RUN_LIMIT`]), each one's
+    /// exit time taken as it happens.
+    fn wait_all(&mut self, ks: &[usize]) -> Vec<HostRun> {
+        let deadline = Instant::now() + RUN_LIMIT;
+        let mut exited: Vec<Option<Instant>> = vec![None; ks.len()];
+        while exited.iter().any(Option::is_none) {
+            for (j, &k) in ks.iter().enumerate() {
+                if exited[j].is_none() {
+                    // The host's script exits right after its `fastio`.
+                    if self.running[k].0.try_wait().unwrap().is_some() {
+                        exited[j] = Some(Instant::now());
+                    }
+                }
+            }
+            assert!(Instant::now() < deadline, "runs {ks:?} hung");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        ks.iter()
+            .zip(exited)
+            .map(|(&k, at)| {
+                let mut r = self.wait(k);
+                r.exited_at = at.unwrap();
+                r
+            })
+            .collect()
+    }
+
     /// Waits for run `k` (at most [`RUN_LIMIT`]).
     fn wait(&mut self, k: usize) -> HostRun {
         let child = &mut self.running[k].0;
@@ -219,6 +248,7 @@ impl Hosts {
             stdout: before.to_owned(),
             stderr,
             shm_left: after.lines().map(str::to_owned).collect(),
+            exited_at: Instant::now(),
         }
     }
 
@@ -655,12 +685,26 @@ fn a_cut_link_fails_both_hosts_without_a_hang() {
     sleep_ms(Rng(0xc0ffee).below(3000));
     hosts.cut(0);
     let t = Instant::now();
-    let rb = hosts.wait(b);
-    let ra = hosts.wait(a);
+    let mut both = hosts.wait_all(&[a, b]).into_iter();
+    let (ra, rb) = (both.next().unwrap(), both.next().unwrap());
     assert!(
         t.elapsed() < Duration::from_secs(40),
         "took {:?}",
         t.elapsed()
+    );
+    // Issue 28: a host exits as soon as its summary is out: neither
+    // lingers seconds after the other (both learn of the cut from the same
+    // lease).
+    let apart = if ra.exited_at > rb.exited_at {
+        ra.exited_at - rb.exited_at
+    } else {
+        rb.exited_at - ra.exited_at
+    };
+    assert!(
+        apart < Duration::from_secs(3),
+        "the hosts exited {apart:?} apart (a after {:?}, b after {:?})",
+        ra.exited_at - t,
+        rb.exited_at - t
     );
     for (h, other, r) in [("a", "b", &ra), ("b", "a", &rb)] {
         assert_eq!(r.rc, 1, "host {h}: {}\n{}", r.stdout, r.stderr);
@@ -672,6 +716,45 @@ fn a_cut_link_fails_both_hosts_without_a_hang() {
         );
     }
     assert!(rb.checksum("v").is_none());
+}
+
+/// Issue 28: `--report json` on the host an entry crossed to gives its
+/// bytes (what that host received), as the producing host's does.
+#[test]
+fn the_report_of_a_receiving_host_gives_the_bytes_of_an_entry_that_crossed() {
+    let Some(mut hosts) = Hosts::new("bytes", 2) else {
+        return;
+    };
+    let yaml = format!(
+        "api-version: 0.5.0\nname: bytes\nplacement:\n  default: a\n  hosts:\n    b: [sink]\noperators:\n{}{}",
+        op(
+            "src",
+            "pattern, v, '7'",
+            "  output:\n  - {name: v, type: array, element-type: float32, shape: [1000, 3]}\n"
+        ),
+        op(
+            "sink",
+            "checksum, v",
+            "  input:\n  - {from: src, name: v, type: array, element-type: float32, shape: [1000, 3]}\n"
+        ),
+    );
+    let file = write(&hosts.dir, "bytes.yaml", &yaml);
+    let json = ["--report", "json"];
+    let a = hosts.start(0, &run_args(&file, "a", hosts.net_args(0, 7447), &json));
+    let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, 7447), &json));
+    for (h, r) in [("b", hosts.wait(b)), ("a", hosts.wait(a))] {
+        assert_ok(h, &r);
+        let text = r.stdout.split("__RC__").next().unwrap();
+        let report: serde_json::Value =
+            serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("host {h}: {e}: {text}"));
+        let edge = report["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["entry"] == "src/v")
+            .unwrap_or_else(|| panic!("host {h}: {report}"));
+        assert_eq!(edge["bytes"], 12000, "host {h}: {edge}");
+    }
 }
 
 #[test]

@@ -1274,6 +1274,9 @@ impl HostLink for ZenohLink {
     }
 }
 
+/// How long closing the session may wait for peers to hear it.
+const CLOSE_TIMEOUT: Duration = Duration::from_millis(300);
+
 impl Drop for ZenohLink {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
@@ -1281,7 +1284,22 @@ impl Drop for ZenohLink {
         self.host_token = None;
         self.subscribers.clear();
         if let Some(s) = self.session.take() {
-            let _ = s.close().wait();
+            // Closing says goodbye to every peer; one that is gone (a cut
+            // link) never answers, and Zenoh would wait 10 s for it by
+            // default: the run is over, so the host's exit does not wait.
+            // Zenoh's own close timeout is not public: the close runs in a
+            // thread of its own, waited for at most CLOSE_TIMEOUT (it ends
+            // by itself within Zenoh's 10 s).
+            let (done, closed) = crossbeam_channel::bounded::<()>(1);
+            let closing = std::thread::Builder::new()
+                .name("fastio-net close".into())
+                .spawn(move || {
+                    let _ = s.close().wait();
+                    let _ = done.send(());
+                });
+            if closing.is_ok() {
+                let _ = closed.recv_timeout(CLOSE_TIMEOUT);
+            }
         }
         // Workers see the stop, or their channel close, within 100 ms;
         // a sender blocked on a gone host is released by the close.

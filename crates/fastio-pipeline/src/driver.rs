@@ -708,6 +708,18 @@ impl LocalDriver {
         if interrupted && failure.is_none() {
             failure = Some(("driver".into(), "interrupted".into()));
         }
+        // An entry that crossed to this host from its producer elsewhere
+        // is an allocation of this host's context too: its size is what
+        // this host received.
+        for (e, entry) in self.pipeline.plan.entries.iter().enumerate() {
+            if edges[e].bytes.is_none()
+                && edges[e].published_after.is_some()
+                && let Ok(a) = ctx.get(&entry.key)
+            {
+                edges[e].bytes = Some(a.size());
+                let _ = a.release();
+            }
+        }
         // At the end every operator is finished (`NotRun` if it never
         // started).
         progress(Progress::Snapshot(Box::new(snapshot::take(
