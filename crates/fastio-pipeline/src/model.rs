@@ -47,6 +47,9 @@ pub struct PipelineDoc {
     pub placement: Option<Spanned<PlacementDoc>>,
 }
 
+/// The operators placed on one host, with their positions.
+pub type HostList = Spanned<Vec<Spanned<String>>>;
+
 /// `placement:`: the host of each operator.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -54,7 +57,7 @@ pub struct PlacementDoc {
     /// The host of every operator not listed (default `main`).
     pub default: Option<Spanned<String>>,
     /// Host name: the operators it runs.
-    pub hosts: Option<std::collections::HashMap<Spanned<String>, Spanned<Vec<Spanned<String>>>>>,
+    pub hosts: Option<std::collections::HashMap<Spanned<String>, HostList>>,
 }
 
 /// `streaming:`: the operators stay up and frames flow through them.

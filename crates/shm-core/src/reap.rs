@@ -222,9 +222,23 @@ mod tests {
 
     #[test]
     fn prefix_matching() {
-        assert!(matches_prefix("abc-123", Some("abc")));
-        assert!(!matches_prefix("abcd-123", Some("abc")));
-        assert!(!matches_prefix("abc", Some("abc")));
-        assert!(matches_prefix("anything", None));
+        assert!(matches_prefix(b"abc-123", Some("abc")));
+        assert!(!matches_prefix(b"abcd-123", Some("abc")));
+        assert!(!matches_prefix(b"abc", Some("abc")));
+        assert!(matches_prefix(b"anything", None));
+    }
+
+    #[test]
+    fn odd_names_are_escaped_one_to_one() {
+        use std::os::unix::ffi::OsStrExt;
+        let esc = |b: &[u8]| escape_name(std::ffi::OsStr::from_bytes(b));
+        assert_eq!(esc(b"fastio-ab12"), "fastio-ab12");
+        assert_eq!(esc("grün".as_bytes()), "grün");
+        assert_eq!(esc(b"a\nb\tc\rd"), "a\\nb\\tc\\rd");
+        assert_eq!(esc(b"x\xffy\x01"), "x\\xffy\\x01");
+        // A backslash is doubled, so `\n` written as text differs from a
+        // newline.
+        assert_eq!(esc(b"a\\nb"), "a\\\\nb");
+        assert_ne!(esc(b"a\\nb"), esc(b"a\nb"));
     }
 }
