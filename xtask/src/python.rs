@@ -42,7 +42,15 @@ pub(crate) fn run() -> Result<(), String> {
     // in an isolated environment, here into a wheel.
     let mut build = Command::new(&python);
     build
-        .args(["-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir"])
+        .args([
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-cache-dir",
+            "--wheel-dir",
+        ])
         .arg(&wheels)
         .arg(root().join("crates").join("fastio-python"));
     Step::new("python wheel (pip)", build).run()?;

@@ -666,8 +666,8 @@ streaming:
     (tmp_path / "p.yaml").write_text(yaml)
     p = subprocess.run([cli, "run", str(tmp_path / "p.yaml")], capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, (p.stdout, p.stderr)
-    assert "[sink] python sink: 40 frames" in p.stderr, p.stderr
-    assert '[sink] python sink: the name "out" matches two entries' in p.stderr, p.stderr
+    assert "[sink] python sink: 40 frames" in p.stdout, p.stdout
+    assert '[sink] python sink: the name "out" matches two entries' in p.stdout, p.stdout
 
 
 PYTHON_SOURCE_THAT_CLOSES = """
@@ -718,8 +718,8 @@ streaming:
     (tmp_path / "p.yaml").write_text(yaml)
     p = subprocess.run([cli, "run", str(tmp_path / "p.yaml")], capture_output=True, text=True, timeout=180)
     assert p.returncode == 0, (p.stdout, p.stderr)
-    assert "[src] python source: closed after 30 frames" in p.stderr, p.stderr
-    assert "[sink] sink: 30 frames" in p.stderr, p.stderr
+    assert "[src] python source: closed after 30 frames" in p.stdout, p.stdout
+    assert "[sink] sink: 30 frames" in p.stdout, p.stdout
 
 
 STREAM_CONSUMER = """
