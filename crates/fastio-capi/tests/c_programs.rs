@@ -264,6 +264,52 @@ operators:
     );
 }
 
+/// Issue 29: a C source that fails at a random frame is the root cause,
+/// never the sink that saw its poison first (the sink prints its error on
+/// stdout: the driver reads how each loop ended from the context), every
+/// time.
+#[test]
+fn a_c_source_that_fails_is_the_root_cause_not_its_sink() {
+    let source = compile("failing_source");
+    let op = streamop().display().to_string();
+    let arr = "type: array, element-type: uint32, shape: [-1, 64]";
+    let mut seed = 0xc29_u64;
+    for _ in 0..4 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let k = 3 + seed % 300;
+        let yaml = format!(
+            "api-version: 0.5.0
+name: c-fails
+operators:
+- name: src
+  container: {{image: c, command: [{}], variables: {{FAIL_AT: '{k}'}}}}
+  output: [{{name: v, {arr}}}]
+- name: sink
+  container: {{image: rust, command: [{op}, sink, v], variables: {{ERRORS_ON_STDOUT: '1'}}}}
+  input: [{{from: src, name: v, {arr}}}]
+streaming:
+  frames: 100000
+  max-shape:
+    src/v: [4, 64]
+",
+            source.display()
+        );
+        let (report, lines) = run(&yaml);
+        assert_eq!(
+            report.failure,
+            Some(fastio_pipeline::Failure::Exited {
+                operator: "src".into(),
+                host: None,
+                code: 1,
+                frame: Some(k)
+            }),
+            "k = {k}: {lines:#?}"
+        );
+    }
+}
+
 /// Issue 28: two inputs whose local names are both `out`. In C, `out` is
 /// an invalid argument naming both entries; `m1/out` and `m2/out` give each
 /// producer's frames (checked by their stage count), under valgrind.

@@ -466,11 +466,22 @@ fn summary(report: &RunReport) -> String {
     out
 }
 
+/// A failure in the report: its typed fields (`kind`, `operator`,
+/// `host`, ...) as the link carries them, and `text`, the line the CLI
+/// prints (both from `fastio_pipeline::Failure`).
+fn failure_json(f: &fastio_pipeline::Failure) -> serde_json::Value {
+    let mut v = serde_json::to_value(f).unwrap_or_else(|_| json!({}));
+    if let Some(o) = v.as_object_mut() {
+        o.insert("text".into(), json!(f.to_string()));
+    }
+    v
+}
+
 fn report_json(report: &RunReport) -> String {
     json!({
         "succeeded": report.succeeded(),
         "wall_seconds": report.wall.as_secs_f64(),
-        "failure": report.failure.as_ref().map(|(op, what)| json!({"operator": op, "what": what})),
+        "failure": report.failure.as_ref().map(failure_json),
         "output_dir": report.output_dir,
         "kept_context": report.kept_context,
         "results": report.results.iter().map(|(k, v)| json!({"entry": k, "text": v})).collect::<Vec<_>>(),
@@ -482,6 +493,7 @@ fn report_json(report: &RunReport) -> String {
             "peak_rss_kib": r.peak_rss_kib,
             "bytes_shared": r.bytes_shared,
             "restarts": r.restarts,
+            "failure": r.failure.as_ref().map(failure_json),
             "frames": r.frames.as_ref().map(|f| json!({
                 "steps": f.steps,
                 "in": f.frames_in,
@@ -675,24 +687,19 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     }
     match &report.failure {
         None => Ok(()),
-        Some(_) if report.interrupted => Err(Failure {
-            message: "interrupted: every operator was stopped".into(),
-            code: 130,
-        }),
-        Some((op, what)) => {
-            let tail = report
-                .operators
-                .iter()
-                .find(|r| &r.name == op)
+        Some(f) => {
+            // The operator's last stderr lines, when it ran here: shown,
+            // never read for meaning.
+            let tail = f
+                .operator()
+                .and_then(|op| report.operators.iter().find(|r| r.name == op))
                 .map(|r| r.stderr_tail.join("\n  "))
                 .unwrap_or_default();
             Err(Failure {
-                message: if op.starts_with("host ") {
-                    format!("{op}: {what}")
-                } else if tail.is_empty() {
-                    format!("operator {op} {what}")
+                message: if tail.is_empty() {
+                    f.to_string()
                 } else {
-                    format!("operator {op} {what}; its last stderr lines:\n  {tail}")
+                    format!("{f}; its last stderr lines:\n  {tail}")
                 },
                 code: if report.interrupted { 130 } else { 1 },
             })

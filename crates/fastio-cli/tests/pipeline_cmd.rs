@@ -2,6 +2,8 @@
 //! exit codes, the error lines with file, line and column, the plan table,
 //! the summary, and `--report json`.
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -273,4 +275,126 @@ fn a_closed_stdout_ends_commands_quietly() {
         );
         assert_eq!(out.status.code(), Some(141), "{args:?}: {err}");
     }
+}
+
+/// `fastio run FILE ARGS` twice: with `--report json` (its `failure`) and
+/// without (its error line). Asserts they are the same failure.
+fn failure_both_ways(file: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let json_run = fastio()
+        .arg("run")
+        .arg(file)
+        .args(args)
+        .args(["--report", "json"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&json_run.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&json_run.stdout)));
+    let failure = report["failure"].clone();
+    assert!(failure.is_object(), "{report}");
+    let text_run = fastio().arg("run").arg(file).args(args).output().unwrap();
+    assert_eq!(json_run.status.code(), text_run.status.code());
+    let err = String::from_utf8_lossy(&text_run.stderr);
+    let line = err
+        .lines()
+        .find_map(|l| l.strip_prefix("fastio: "))
+        .unwrap_or_else(|| panic!("no error line: {err}"));
+    assert!(
+        line.starts_with(failure["text"].as_str().unwrap()),
+        "{line}\n{failure}"
+    );
+    // The same failure in the report's operator entry.
+    if let Some(op) = failure["operator"].as_str() {
+        let o = report["operators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == op)
+            .unwrap();
+        assert_eq!(o["failure"], failure);
+    }
+    failure
+}
+
+/// Issue 29: each failure kind, made by a real process, is one typed value
+/// in `--report json` and the CLI's line (the same text), never decoded
+/// from what an operator printed.
+#[test]
+fn each_failure_kind_is_the_same_typed_value_in_the_report_and_the_line() {
+    let op = |name: &str, script: &str| {
+        format!("- name: {name}\n  container: {{image: sh, command: [sh, -c, '{script}']}}\n")
+    };
+    let one = |script: &str| {
+        format!(
+            "api-version: 0.5.0\nname: kinds\noperators:\n{}",
+            op("x", script)
+        )
+    };
+    let f = failure_both_ways(
+        &write("exit.yaml", &one("echo the operator is fine >&2; exit 3")),
+        &[],
+    );
+    assert_eq!(
+        (
+            f["kind"].as_str(),
+            f["operator"].as_str(),
+            f["code"].as_i64()
+        ),
+        (Some("exited"), Some("x"), Some(3)),
+        "{f}"
+    );
+    assert_eq!(f["text"], "operator x exited with status 3");
+    let f = failure_both_ways(&write("signal.yaml", &one("kill -9 $$")), &[]);
+    assert_eq!(
+        (f["kind"].as_str(), f["signal"].as_i64()),
+        (Some("signaled"), Some(9)),
+        "{f}"
+    );
+    let f = failure_both_ways(
+        &write("timeout.yaml", &one("sleep 30")),
+        &["--timeout", "0.3"],
+    );
+    assert_eq!(f["kind"], "timed-out", "{f}");
+    assert_eq!(f["text"], "operator x timed out");
+    // A streaming stage fails; its sink's own failure is the consequence.
+    let streamop = common::example("fio-streamop").display().to_string();
+    let arr = "type: array, element-type: uint32, shape: [-1, 64]";
+    let yaml = format!(
+        "api-version: 0.5.0\nname: poison\noperators:\n\
+- name: src\n  container: {{image: t, command: [{streamop}, source, v]}}\n  output: [{{name: v, {arr}}}]\n\
+- name: mid\n  container: {{image: t, command: [{streamop}, stage, v, w], variables: {{FAIL_AT: '17'}}}}\n  input: [{{from: src, name: v, {arr}}}]\n  output: [{{name: w, {arr}}}]\n\
+- name: sink\n  container: {{image: t, command: [{streamop}, sink, w], variables: {{ERRORS_ON_STDOUT: '1'}}}}\n  input: [{{from: mid, name: w, {arr}}}]\n\
+streaming:\n  frames: 100000\n  max-shape:\n    src/v: [4, 64]\n    mid/w: [4, 64]\n"
+    );
+    let file = write("poison.yaml", &yaml);
+    let f = failure_both_ways(&file, &[]);
+    assert_eq!(
+        (
+            f["kind"].as_str(),
+            f["operator"].as_str(),
+            f["frame"].as_u64()
+        ),
+        (Some("exited"), Some("mid"), Some(17)),
+        "{f}"
+    );
+    let out = fastio()
+        .arg("run")
+        .arg(&file)
+        .args(["--report", "json"])
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let sink = report["operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["name"] == "sink")
+        .unwrap();
+    assert_eq!(sink["outcome"], "stopped", "{sink}");
+    assert_eq!(
+        sink["failure"],
+        serde_json::json!({"kind": "poisoned", "operator": "sink", "host": null,
+            "entry": "mid/w", "frame": 17,
+            "text": "operator sink stopped: stream mid/w is poisoned from frame 17"}),
+        "{sink}"
+    );
 }

@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use fastio_pipeline::{Definition, LocalDriver, Outcome, Progress, RunOptions, RunReport};
+use fastio_pipeline::{Definition, Failure, LocalDriver, Outcome, Progress, RunOptions, RunReport};
 
 const TESTOP: &str = env!("CARGO_BIN_EXE_fio-testop");
 
@@ -178,7 +178,16 @@ fn a_failing_operator_stops_its_dependents() {
     assert_eq!(report.operators[1].outcome, Outcome::NotRun);
     assert_eq!(
         report.failure,
-        Some(("bad".to_owned(), "exited with status 7".to_owned()))
+        Some(Failure::Exited {
+            operator: "bad".into(),
+            host: None,
+            code: 7,
+            frame: None
+        })
+    );
+    assert_eq!(
+        report.failure.unwrap().to_string(),
+        "operator bad exited with status 7"
     );
     assert_eq!(report.operators[0].stderr_tail, ["failing on purpose"]);
 }
@@ -198,7 +207,13 @@ fn a_timeout_stops_the_operator_and_the_others() {
     let (report, _) = run(&yaml, opts);
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
     assert_eq!(report.operators[0].outcome, Outcome::TimedOut);
-    assert_eq!(report.failure.as_ref().unwrap().1, "timed out");
+    assert_eq!(
+        report.failure,
+        Some(Failure::TimedOut {
+            operator: "slow".into(),
+            host: None
+        })
+    );
 }
 
 #[test]
@@ -217,7 +232,15 @@ fn an_operator_killed_while_writing_stops_the_pipeline() {
     assert!(lines.contains(&"[writer] wrote half; dying".to_owned()));
     assert_eq!(report.operators[0].outcome, Outcome::Signaled(9));
     assert_eq!(report.operators[1].outcome, Outcome::NotRun);
-    assert_eq!(report.failure.unwrap().0, "writer");
+    assert_eq!(
+        report.failure,
+        Some(Failure::Signaled {
+            operator: "writer".into(),
+            host: None,
+            signal: 9,
+            frame: None
+        })
+    );
 }
 
 #[test]

@@ -7,7 +7,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use fastio_pipeline::{Definition, LocalDriver, Outcome, Progress, RunOptions, RunReport};
+use fastio_pipeline::{Definition, Failure, LocalDriver, Outcome, Progress, RunOptions, RunReport};
 
 const OP: &str = env!("CARGO_BIN_EXE_fio-streamop");
 
@@ -214,11 +214,15 @@ fn a_stage_killed_mid_frame_fails_the_run_naming_it_and_the_frame() {
     let t0 = Instant::now();
     let (r, lines) = run(&yaml);
     assert!(!r.succeeded());
-    let (who, what) = r.failure.clone().unwrap();
-    assert_eq!(who, "mid", "{lines:#?}");
-    assert!(
-        what.contains("signal 9") && what.contains("frame 321"),
-        "{what}"
+    assert_eq!(
+        r.failure,
+        Some(Failure::Signaled {
+            operator: "mid".into(),
+            host: None,
+            signal: 9,
+            frame: Some(321)
+        }),
+        "{lines:#?}"
     );
     // Nobody hung: the others saw the poison at once.
     assert!(t0.elapsed() < Duration::from_secs(30));
@@ -283,11 +287,15 @@ fn an_operator_that_errors_out_is_blamed_not_the_sink_that_saw_its_poison_first(
         &format!("  frames: 100000\n{}", max_shapes(&["src/v", "mid/w"])),
     );
     let (r, lines) = run(&yaml);
-    let (who, what) = r.failure.clone().unwrap();
-    assert_eq!(who, "mid", "{what}\n{lines:#?}");
-    assert!(
-        what.contains("status 1") && what.contains("frame 40"),
-        "{what}"
+    assert_eq!(
+        r.failure,
+        Some(Failure::Exited {
+            operator: "mid".into(),
+            host: None,
+            code: 1,
+            frame: Some(40)
+        }),
+        "{lines:#?}"
     );
     assert!(
         lines
@@ -535,4 +543,49 @@ fn a_name_shared_by_two_inputs_is_an_error_naming_both_and_entry_names_pick_each
         err.contains("\"out\"") && err.contains("\"m1/out\"") && err.contains("\"m2/out\""),
         "{err}"
     );
+}
+
+/// Issue 29: a source that fails at a random frame is the root cause in
+/// every run, never a stage or sink that saw its poison first, whatever
+/// they printed and wherever (here the consumers print their errors on
+/// stdout): the driver reads how each loop ended from the context.
+#[test]
+fn a_failing_source_is_the_root_cause_in_every_run_not_the_consumers_that_saw_its_poison() {
+    let mut seed = 0x2901_u64;
+    for _ in 0..6 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let k = 5 + seed % 400;
+        let quiet = "ERRORS_ON_STDOUT: '1'";
+        let yaml = pipeline(
+            &[
+                op(
+                    "src",
+                    "source",
+                    &[],
+                    Some("v"),
+                    &format!("FAIL_AT: {k}, {quiet}"),
+                ),
+                op("mid", "stage", &["src/v"], Some("w"), quiet),
+                op("sink", "sink", &["mid/w", "src/v"], None, quiet),
+            ],
+            &format!("  frames: 100000\n{}", max_shapes(&["src/v", "mid/w"])),
+        );
+        let (r, lines) = run(&yaml);
+        assert_eq!(
+            r.failure,
+            Some(Failure::Exited {
+                operator: "src".into(),
+                host: None,
+                code: 1,
+                frame: Some(k)
+            }),
+            "k = {k}: {lines:#?}"
+        );
+        for name in ["mid", "sink"] {
+            let o = r.operators.iter().find(|o| o.name == name).unwrap();
+            assert_eq!(o.outcome, Outcome::Stopped, "k = {k}: {o:?}");
+        }
+    }
 }

@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 
 use fastio::{Context, ContextOptions};
 use fastio_net::{NetOptions, ZenohLink};
-use fastio_pipeline::{Definition, HostLink, LinkEvent};
+use fastio_pipeline::{Definition, Ended, HostLink, LinkEvent};
 
 type Result<T = ()> = std::result::Result<T, String>;
 
@@ -291,7 +291,7 @@ fn zenoh(a: &Args) -> Result {
             }
             v.publish_and_release(&format!("{pk}/v")).map_err(err)?;
             let t0 = Instant::now();
-            link.operator_finished(&ctx, op(&pk)?, Ok(()));
+            link.operator_finished(&ctx, op(&pk)?, Ended::Succeeded);
             wait_for(&link, op(&qk)?)?;
             let ns = t0.elapsed().as_nanos();
             println!("time_ns {rep} {ns}");
@@ -308,7 +308,7 @@ fn zenoh(a: &Args) -> Result {
                     .copy_from_slice(&input[..a.back.min(input.len())]);
                 w.publish_and_release(&format!("{qk}/w")).map_err(err)?;
             }
-            link.operator_finished(&ctx, op(&qk)?, Ok(()));
+            link.operator_finished(&ctx, op(&qk)?, Ended::Succeeded);
         }
         // Both entries of the round trip are done with on both hosts.
         for name in [format!("{pk}/v"), format!("{qk}/w")] {
@@ -316,7 +316,7 @@ fn zenoh(a: &Args) -> Result {
         }
     }
     if a.role == "a" {
-        link.operator_finished(&ctx, op("end")?, Ok(()));
+        link.operator_finished(&ctx, op("end")?, Ended::Succeeded);
     }
     if let Some(f) = link.finish(None, &stop) {
         return Err(format!("{f:?}"));

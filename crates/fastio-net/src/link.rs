@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, Sender, TrySendError, bounded, unbounded};
 use fastio::Context;
 use fastio::plan::EntryKind;
-use fastio_pipeline::{HostLink, LinkEvent, Pipeline};
+use fastio_pipeline::{Ended, Failure, HostLink, LinkEvent, Lost, Pipeline, RootCause};
 use zenoh::Wait;
 use zenoh::bytes::ZBytes;
 use zenoh::liveliness::LivelinessToken;
@@ -165,8 +165,8 @@ pub(crate) struct State {
     running: BTreeSet<String>,
     /// Operators (by `host/op`) whose token was ever there.
     started: BTreeSet<String>,
-    /// Hosts that ended their part, with the failure they saw.
-    done: BTreeMap<String, Option<(String, String)>>,
+    /// Hosts that ended their part, with their root cause.
+    done: BTreeMap<String, Option<Failure>>,
     /// Remote operators that said they succeeded.
     succeeded: BTreeSet<usize>,
     /// Operators that ended, here or elsewhere.
@@ -182,8 +182,8 @@ pub(crate) struct State {
     lost: BTreeSet<String>,
     /// Hosts whose token vanished, and when (judged after [`GRACE`]).
     vanished: BTreeMap<String, Instant>,
-    /// The first failure seen elsewhere.
-    failure: Option<(String, String)>,
+    /// The root cause of what failed elsewhere.
+    failure: RootCause,
 }
 
 pub(crate) struct Inner {
@@ -262,28 +262,18 @@ impl Inner {
             Status::Failed { op: name, why } => {
                 if let Some(op) = self.op_index(&name) {
                     st.finished.insert(op);
-                    let name = self.pipeline.operators[op].name.clone();
-                    st.failure
-                        .get_or_insert((name, format!("on host {host}: {why}")));
-                    let _ = self.events.send(LinkEvent::RemoteFailed {
-                        op,
-                        host: host.to_owned(),
-                        why,
-                    });
+                    let failure = read_failure(host, &why);
+                    st.failure.note(failure.clone());
+                    let _ = self.events.send(LinkEvent::RemoteFailed { op, failure });
                 }
             }
             Status::Done(outcome) => {
-                if let Some((who, why)) = &outcome {
+                let outcome = outcome.map(|why| read_failure(host, &why));
+                if let Some(failure) = &outcome {
                     // The run failed there: stop here too.
-                    let why = if why.starts_with("on host ") || who.starts_with("host ") {
-                        why.clone()
-                    } else {
-                        format!("on host {host}: {why}")
-                    };
-                    st.failure.get_or_insert_with(|| (who.clone(), why.clone()));
+                    st.failure.note(failure.clone());
                     let _ = self.events.send(LinkEvent::Failed {
-                        host: host.to_owned(),
-                        why: format!("{who} {why}"),
+                        failure: failure.clone(),
                     });
                 }
                 st.done.insert(host.to_owned(), outcome);
@@ -323,38 +313,33 @@ impl Inner {
             .collect();
         for host in due {
             st.vanished.remove(&host);
-            if let Some((op, why)) = self.blame(&st, &host) {
+            if let Some(lost) = self.blame(&st, &host) {
                 st.lost.insert(host.clone());
                 self.changed.notify_all();
+                let op = lost.operator().and_then(|n| self.op_index(n));
+                let failure = Failure::HostGone {
+                    host: host.clone(),
+                    lost,
+                };
+                st.failure.note(failure.clone());
                 if let Some(op) = op {
                     st.finished.insert(op);
-                    st.failure.get_or_insert((
-                        self.pipeline.operators[op].name.clone(),
-                        format!("on host {host}: {why}"),
-                    ));
-                    let _ = self.events.send(LinkEvent::RemoteFailed {
-                        op,
-                        host: host.clone(),
-                        why,
-                    });
+                    let _ = self.events.send(LinkEvent::RemoteFailed { op, failure });
                 } else {
-                    st.failure
-                        .get_or_insert((format!("host {host}"), why.clone()));
-                    let _ = self.events.send(LinkEvent::Failed { host, why });
+                    let _ = self.events.send(LinkEvent::Failed { failure });
                 }
             }
         }
     }
 
-    /// What this host loses with `host` gone: the operator to name (one of
-    /// its operators still running, else the producer of an entry still
-    /// due here, else one not finished) and why; `None` when nothing.
-    fn blame(&self, st: &State, host: &str) -> Option<(Option<usize>, String)> {
+    /// What this host loses with `host` gone: `None` when nothing (it said
+    /// it was done and nothing of it is still due here), else the first of:
+    /// an operator of it still running (started, never said how it ended),
+    /// an entry of it still due here, an operator of it not finished.
+    fn blame(&self, st: &State, host: &str) -> Option<Lost> {
         let p = &self.pipeline;
-        let gone = "the host is gone (its driver died or the link to it was cut)";
         let on_host = |i: usize| p.placement.host_name(i) == host;
-        // Started and never said how it ended: it was running (its token
-        // may have vanished with its host's, in any order).
+        let name = |i: usize| p.operators[i].name.clone();
         let running = (0..p.operators.len()).find(|&i| {
             on_host(i)
                 && !st.finished.contains(&i)
@@ -363,10 +348,7 @@ impl Inner {
                     .contains(&format!("{host}/{}", p.operators[i].name))
         });
         if let Some(i) = running {
-            return Some((
-                Some(i),
-                format!("{gone} while {} was running", p.operators[i].name),
-            ));
+            return Some(Lost::Running { operator: name(i) });
         }
         let due = p.placement.crossings(&p.plan).into_iter().find(|c| {
             p.placement.hosts[c.from] == host
@@ -375,26 +357,20 @@ impl Inner {
         });
         if let Some(c) = due {
             let e = &p.plan.entries[c.entry];
-            let what = if p.plan.streaming.is_some() {
-                format!("{gone} before its stream {} ended", e.name)
-            } else {
-                format!("{gone} before {} arrived", e.name)
-            };
-            return Some((Some(e.producer), what));
+            return Some(Lost::Entry {
+                operator: name(e.producer),
+                entry: e.name.clone(),
+            });
         }
         if st.done.contains_key(host) {
             return None;
         }
-        match (0..p.operators.len()).find(|&i| on_host(i) && !st.finished.contains(&i)) {
-            Some(i) => Some((
-                Some(i),
-                format!("{gone} before {} finished", p.operators[i].name),
-            )),
-            None => Some((
-                None,
-                format!("host {host}: {gone} before it said it was done"),
-            )),
-        }
+        Some(
+            match (0..p.operators.len()).find(|&i| on_host(i) && !st.finished.contains(&i)) {
+                Some(i) => Lost::Unfinished { operator: name(i) },
+                None => Lost::Nothing,
+            },
+        )
     }
 
     fn on_op_token(&self, key: &str, kind: SampleKind) {
@@ -832,23 +808,28 @@ impl ZenohLink {
             let e = &plan.entries[entry];
             let result = send_entry(&ctx, &inner, entry, &publisher, &stop);
             if let Err(why) = result {
-                let op = inner.pipeline.operators[e.producer].name.clone();
-                let why = format!("cannot send {}: {why}", e.name);
+                let p = &inner.pipeline.placement;
+                let to = p
+                    .crossings(plan)
+                    .into_iter()
+                    .filter(|c| c.entry == entry)
+                    .flat_map(|c| c.to.into_iter().map(|h| p.hosts[h].clone()))
+                    .collect();
+                let failure = Failure::Transfer {
+                    entry: e.name.clone(),
+                    from: p.hosts[inner.here].clone(),
+                    to,
+                    error: why,
+                };
                 if let Some(p) = &status {
-                    let _ = p
-                        .put(
-                            Status::Failed {
-                                op: op.clone(),
-                                why: why.clone(),
-                            }
-                            .encode(),
-                        )
-                        .wait();
+                    let op = inner.pipeline.operators[e.producer].name.clone();
+                    let said = Status::Failed {
+                        op,
+                        why: failure.to_json(),
+                    };
+                    let _ = p.put(said.encode()).wait();
                 }
-                let _ = inner.events.send(LinkEvent::Failed {
-                    host: inner.pipeline.placement.hosts[inner.here].clone(),
-                    why,
-                });
+                let _ = inner.events.send(LinkEvent::Failed { failure });
             }
         };
         if one_piece {
@@ -993,10 +974,15 @@ impl Import {
     /// Tells the driver that the entry cannot arrive.
     fn fail(&self, why: String) {
         let e = &self.inner.pipeline.plan.entries[self.entry];
+        let here = &self.inner.pipeline.placement.hosts[self.inner.here];
         let _ = self.inner.events.send(LinkEvent::RemoteFailed {
             op: e.producer,
-            host: self.from.clone(),
-            why: format!("entry {}: {why}", e.name),
+            failure: Failure::Transfer {
+                entry: e.name.clone(),
+                from: self.from.clone(),
+                to: vec![here.clone()],
+                error: why,
+            },
         });
     }
 
@@ -1198,6 +1184,18 @@ impl Importer {
     }
 }
 
+/// A failure another host sent (one line of JSON), naming that host for
+/// an operator's failure; one that cannot be read is that host's failure.
+fn read_failure(host: &str, json: &str) -> Failure {
+    match Failure::from_json(json) {
+        Ok(f) => f.on_host(host),
+        Err(e) => Failure::HostFailed {
+            host: host.to_owned(),
+            error: format!("it sent a failure that cannot be read ({e})"),
+        },
+    }
+}
+
 impl HostLink for ZenohLink {
     fn host(&self) -> &str {
         &self.opts.host
@@ -1227,11 +1225,11 @@ impl HostLink for ZenohLink {
         self.say(&Status::Started(name));
     }
 
-    fn operator_finished(&mut self, ctx: &Context, op: usize, result: Result<(), String>) {
+    fn operator_finished(&mut self, ctx: &Context, op: usize, ended: Ended<'_>) {
         let name = self.inner.pipeline.operators[op].name.clone();
         self.inner.lock().finished.insert(op);
-        match result {
-            Ok(()) => {
+        match ended {
+            Ended::Succeeded => {
                 // A stream's frames went while it ran (its end with it).
                 let outputs = &self.inner.pipeline.plan.operators[op].outputs;
                 for (_, e) in outputs.clone() {
@@ -1241,18 +1239,19 @@ impl HostLink for ZenohLink {
                 }
                 self.say(&Status::Succeeded(name));
             }
-            Err(why) => self.say(&Status::Failed { op: name, why }),
+            Ended::Failed(failure) => self.say(&Status::Failed {
+                op: name,
+                why: failure.to_json(),
+            }),
+            // Stopped because the run stops: the cause is told elsewhere.
+            Ended::Stopped => {}
         }
         self.op_tokens.remove(&op);
     }
 
-    fn finish(
-        &mut self,
-        failure: Option<&(String, String)>,
-        interrupted: &AtomicBool,
-    ) -> Option<(String, String)> {
+    fn finish(&mut self, failure: Option<&Failure>, interrupted: &AtomicBool) -> Option<Failure> {
         self.session.as_ref()?;
-        self.say(&Status::Done(failure.cloned()));
+        self.say(&Status::Done(failure.map(Failure::to_json)));
         let here = self.opts.host.clone();
         loop {
             let waiting = {
@@ -1270,7 +1269,7 @@ impl HostLink for ZenohLink {
             std::thread::sleep(Duration::from_millis(20));
         }
         self.stop.store(true, Ordering::Relaxed);
-        self.inner.lock().failure.clone()
+        self.inner.lock().failure.get().cloned()
     }
 }
 

@@ -38,7 +38,7 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use dtype::Primitive;
 use fastio::{Error as FioError, Frame, StreamConsumer, StreamProducer};
-use fastio_pipeline::LinkEvent;
+use fastio_pipeline::{Failure, LinkEvent};
 use zenoh::Wait;
 use zenoh::bytes::ZBytes;
 use zenoh::pubsub::Publisher;
@@ -121,8 +121,12 @@ impl Forwarder {
             let p = &self.inner.pipeline;
             let e = &p.plan.entries[self.entry];
             let _ = self.inner.events.send(LinkEvent::Failed {
-                host: p.placement.hosts[self.inner.here].clone(),
-                why: format!("cannot send stream {} to host {}: {why}", e.name, self.to),
+                failure: Failure::Transfer {
+                    entry: e.name.clone(),
+                    from: p.placement.hosts[self.inner.here].clone(),
+                    to: vec![self.to.clone()],
+                    error: why,
+                },
             });
         }
     }
@@ -222,10 +226,15 @@ impl Bridge {
             Err(why) => {
                 self.producer.poison();
                 let e = &self.inner.pipeline.plan.entries[self.entry];
+                let here = &self.inner.pipeline.placement.hosts[self.inner.here];
                 let _ = self.inner.events.send(LinkEvent::RemoteFailed {
                     op: e.producer,
-                    host: self.from.clone(),
-                    why: format!("stream {}: {why}", e.name),
+                    failure: Failure::Transfer {
+                        entry: e.name.clone(),
+                        from: self.from.clone(),
+                        to: vec![here.clone()],
+                        error: why,
+                    },
                 });
             }
         }

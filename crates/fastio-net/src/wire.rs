@@ -382,7 +382,8 @@ pub enum Status {
     Failed {
         /// The operator.
         op: String,
-        /// What happened.
+        /// What happened: the typed failure as one line of JSON
+        /// (`fastio_pipeline::Failure`), read by the link.
         why: String,
     },
     /// This host has room for an announced entry (its key) and waits for
@@ -391,8 +392,8 @@ pub enum Status {
     /// This host has received and published an entry (its key).
     Received(String),
     /// This host's part is over: `None` when everything it ran succeeded,
-    /// else the failure it saw (operator or host, what happened).
-    Done(Option<(String, String)>),
+    /// else its root cause (the typed failure as one line of JSON).
+    Done(Option<String>),
 }
 
 /// Longest status line read.
@@ -409,9 +410,7 @@ impl Status {
             Status::Ready(key) => format!("ready {key}"),
             Status::Received(key) => format!("received {key}"),
             Status::Done(None) => "done".into(),
-            Status::Done(Some((who, why))) => {
-                format!("done-failed {}\t{}", one_line(who), one_line(why))
-            }
+            Status::Done(Some(why)) => format!("done-failed {}", one_line(why)),
         }
     }
 
@@ -429,9 +428,8 @@ impl Status {
             return Err(WireError::Field("a status is one line".into()));
         }
         let (verb, rest) = text.split_once(' ').unwrap_or((text, ""));
-        let tabs = rest.matches('\t').count();
-        if tabs != usize::from(verb == "done-failed") {
-            return Err(WireError::Field(format!("misplaced tab in {text:?}")));
+        if rest.contains('\t') {
+            return Err(WireError::Field(format!("a tab in {text:?}")));
         }
         let word = |what: &str| {
             if rest.is_empty() || rest.contains(' ') {
@@ -456,10 +454,7 @@ impl Status {
                 }
             }
             "done" if rest.is_empty() => Status::Done(None),
-            "done-failed" => {
-                let (who, why) = rest.split_once('\t').unwrap_or((rest, ""));
-                Status::Done(Some((who.to_owned(), why.to_owned())))
-            }
+            "done-failed" if !rest.is_empty() => Status::Done(Some(rest.to_owned())),
             _ => return Err(WireError::Field(format!("unknown status {text:?}"))),
         })
     }
@@ -571,7 +566,7 @@ mod tests {
             Status::Ready("crop/cropped".into()),
             Status::Received("crop/cropped".into()),
             Status::Done(None),
-            Status::Done(Some(("host gpu".into(), "gone".into()))),
+            Status::Done(Some("{\"kind\":\"host-gone\",\"host\":\"gpu\"}".into())),
         ] {
             assert_eq!(Status::decode(s.encode().as_bytes()).unwrap(), s);
         }

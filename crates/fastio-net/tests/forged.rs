@@ -13,7 +13,7 @@ use fastio::plan::EntryKind;
 use fastio::{Context, ContextOptions};
 use fastio_net::wire::ChunkHeader;
 use fastio_net::{NetOptions, ZenohLink, run_prefix};
-use fastio_pipeline::{Definition, HostLink, LinkEvent};
+use fastio_pipeline::{Definition, Failure, HostLink, LinkEvent};
 use zenoh::Wait;
 use zenoh::bytes::ZBytes;
 
@@ -120,11 +120,19 @@ fn receive(case: u16, pieces: Vec<(Vec<u8>, Vec<u8>)>) -> (LinkEvent, Option<Vec
 fn failed_with(case: u16, pieces: Vec<(Vec<u8>, Vec<u8>)>, why: &str) {
     let (event, published) = receive(case, pieces);
     match event {
-        LinkEvent::RemoteFailed { op, host, why: got } => {
-            assert_eq!((op, host.as_str()), (0, "a"));
-            assert!(
-                got.contains("entry v") || got.contains("entry ping"),
-                "{got}"
+        LinkEvent::RemoteFailed {
+            op,
+            failure:
+                Failure::Transfer {
+                    entry,
+                    from,
+                    to,
+                    error: got,
+                },
+        } => {
+            assert_eq!(
+                (op, entry.as_str(), from.as_str(), to),
+                (0, "ping/v", "a", vec!["b".to_owned()])
             );
             assert!(got.contains(why), "wanted {why:?} in {got:?}");
         }
@@ -216,7 +224,10 @@ fn a_piece_out_of_order_fails_the_entry() {
         ],
     );
     match event {
-        LinkEvent::RemoteFailed { why, .. } => assert!(
+        LinkEvent::RemoteFailed {
+            failure: Failure::Transfer { error: why, .. },
+            ..
+        } => assert!(
             why.contains("a piece at byte 4000 arrived where byte 0 was due")
                 || why.contains("a piece at byte 4000 arrived before its entry was announced"),
             "{why}"

@@ -11,6 +11,8 @@ use std::sync::atomic::AtomicBool;
 use crossbeam_channel::Receiver;
 use fastio::Context;
 
+use crate::failure::Failure;
+
 /// Something that happened on another host.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LinkEvent {
@@ -23,24 +25,34 @@ pub enum LinkEvent {
         /// Bytes received for it.
         bytes: u64,
     },
-    /// Remote operator `op` failed (or its host is gone while this host
-    /// still waited for it): `why` names the host and what happened.
+    /// Remote operator `op` failed, or is lost with its host: `failure`
+    /// says how (as the host it ran on saw it, or [`Failure::HostGone`]).
     RemoteFailed {
         /// The operator.
         op: usize,
-        /// The host it was placed on.
-        host: String,
-        /// What happened, in one line.
-        why: String,
+        /// What happened.
+        failure: Failure,
     },
-    /// The link failed as a whole (a host gone, an entry that could not be
-    /// sent or received): the run stops.
+    /// The run failed elsewhere (another host's root cause, a host gone
+    /// with no operator of it lost here, the link): the run stops.
     Failed {
-        /// The host concerned.
-        host: String,
-        /// What happened, in one line.
-        why: String,
+        /// What happened.
+        failure: Failure,
     },
+}
+
+/// How a local operator ended, as the other hosts are told
+/// ([`HostLink::operator_finished`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended<'a> {
+    /// It succeeded: its outputs other hosts consume are published in the
+    /// context, and are sent now (a stream's frames went while it ran).
+    Succeeded,
+    /// The driver stopped it (the run was stopping): no failure of its
+    /// own.
+    Stopped,
+    /// It failed.
+    Failed(&'a Failure),
 }
 
 /// The link between the driver of this host and the other hosts of the
@@ -64,19 +76,12 @@ pub trait HostLink {
     /// Local operator `op` has started.
     fn operator_started(&mut self, op: usize);
 
-    /// Local operator `op` has ended: `Ok` when it succeeded (its outputs
-    /// that other hosts consume are published in `ctx` and are sent now;
-    /// a stream's frames went while it ran), else what happened, in one
-    /// line.
-    fn operator_finished(&mut self, ctx: &Context, op: usize, result: Result<(), String>);
+    /// Local operator `op` has ended, as `ended` says.
+    fn operator_finished(&mut self, ctx: &Context, op: usize, ended: Ended<'_>);
 
-    /// This host's part is over (`failure` is the first failure this host
-    /// saw, if any). Waits until every other host has ended its part or
-    /// is gone, or until `interrupted`, and gives the first failure that
-    /// happened elsewhere.
-    fn finish(
-        &mut self,
-        failure: Option<&(String, String)>,
-        interrupted: &AtomicBool,
-    ) -> Option<(String, String)>;
+    /// This host's part is over (`failure` is this host's root cause, if
+    /// any). Waits until every other host has ended its part or is gone,
+    /// or until `interrupted`, and gives the root cause of what happened
+    /// elsewhere, if anything failed there.
+    fn finish(&mut self, failure: Option<&Failure>, interrupted: &AtomicBool) -> Option<Failure>;
 }

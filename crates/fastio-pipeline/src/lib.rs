@@ -42,10 +42,15 @@
 #![deny(unsafe_code)]
 
 mod driver;
+mod failure;
 pub mod hosts;
 mod load;
 pub mod model;
 pub mod placement;
+mod process;
+mod report;
+mod run;
+mod schedule;
 pub mod snapshot;
 mod streaming;
 mod supervise;
@@ -53,15 +58,15 @@ mod supervise;
 mod sys;
 mod validate;
 
-pub use driver::{
-    DriverError, EdgeReport, LocalDriver, OUTPUT_ENV, OperatorReport, Outcome, PAYLOAD_ENV,
-    Progress, RunOptions, RunReport, SNAPSHOT_EVERY,
-};
+pub use driver::{DriverError, LocalDriver, OUTPUT_ENV, PAYLOAD_ENV, RunOptions};
+pub use failure::{Failure, Lost, RootCause};
 pub use fastio::plan::{STREAM_ENV_PREFIX, stream_env};
-pub use hosts::{HostLink, LinkEvent};
+pub use hosts::{Ended, HostLink, LinkEvent};
 pub use load::{Diagnostic, MAX_DEFINITION_BYTES, Severity};
 pub use placement::{Crossing, DEFAULT_HOST, Placement};
-pub use supervise::StreamRate;
+pub use report::{
+    EdgeReport, OperatorReport, Outcome, Progress, RunReport, SNAPSHOT_EVERY, StreamRate,
+};
 pub use validate::{InputDef, IoType, MAX_NAME_LEN, OperatorDef, OutputDef, Pipeline};
 
 /// A checked pipeline definition and the warnings about it.

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use fastio::{Context, OperatorStats, Stats};
 
-use crate::driver::{EdgeReport, OperatorReport, Outcome};
+use crate::report::{EdgeReport, OperatorReport, Outcome};
 
 /// How far an operator is.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,333 +1,166 @@
-//! The local driver's streaming run: every operator stays up while frames
-//! flow through the streams of its entries (`fastio`'s streams, one per
-//! entry, declared before any operator starts).
+//! The streaming run's policy over [`Run`]: every operator stays up while
+//! frames flow through the streams of its entries (`fastio`'s streams, one
+//! per entry, declared before any operator starts).
 //!
-//! Supervision, apart from the one-shot scheduling in `driver.rs`:
-//! every operator starts at once; one that exits 0 is done (its outputs
+//! Every operator starts at once; one that exits 0 is done (its outputs
 //! ended with it); one that fails is started again while its
 //! `streaming.restart` limit allows (its streams keep its place: upstream
 //! is back-pressured, and it goes on at the frame it had not finished);
 //! otherwise the run fails: every stream is poisoned, so each operator's
-//! loop ends with `StreamPoisoned` at once, and the failure names the
-//! operator and the first frame it did not deliver. Escalation (SIGTERM,
-//! then SIGKILL after the grace period) and accounting are the one-shot
-//! run's.
+//! loop ends with `StreamPoisoned` at once (its loop says so in the
+//! context: a consequence, never the root cause), and the failure names
+//! the operator and the first frame it did not deliver. Operators get the
+//! grace period to see the poison and exit before the SIGTERM.
 //!
 //! On one host of a pipeline placed on several ([`LocalDriver::run_on_host`]),
 //! the same supervision runs the operators placed here, over the streams
 //! they touch; the link carries the frames of streams that cross hosts
 //! (`fastio-net`). A failure elsewhere poisons every stream here, and a
-//! failure here is told to the other hosts.
+//! failure here is told to the other hosts before the streams here are
+//! poisoned.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, unbounded};
 use fastio::{Context, OperatorStats};
 
-use crate::driver::Dirs;
-use crate::driver::{
-    DriverError, Event, LocalDriver, OperatorReport, Outcome, Progress, RunReport, Running,
-    account, describe, edges_of, late_lines, line, next_event,
-};
-use crate::hosts::HostLink;
-use crate::snapshot;
+use crate::driver::{DriverError, LocalDriver};
+use crate::hosts::{Ended, HostLink};
+use crate::report::{EdgeReport, Outcome, Progress, RunReport, StreamRate, edges_of};
+use crate::run::Run;
 
 /// How often the driver reports the streams' progress.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 impl LocalDriver {
-    pub(crate) fn run_streaming(
-        &self,
+    /// Runs a streaming pipeline (this host's part of it with a `link`).
+    pub(crate) fn run_streaming<'d>(
+        &'d self,
         progress: &mut dyn FnMut(Progress),
-        interrupted: &AtomicBool,
+        interrupted: &'d AtomicBool,
         t0: Instant,
-        mut link: Option<&mut dyn HostLink>,
+        link: Option<&'d mut dyn HostLink>,
     ) -> Result<RunReport, DriverError> {
         let plan = &self.pipeline.plan;
         let streaming = plan.streaming.as_ref().expect("a streaming plan");
-        let ops = &self.pipeline.operators;
-        let placement = &self.pipeline.placement;
-        let here = link.as_ref().and_then(|l| placement.host_index(l.host()));
-        let local = |i: usize| here.is_none_or(|h| placement.host_of[i] == h);
-        for (i, op) in ops.iter().enumerate() {
-            if op.command.is_empty() && local(i) {
-                return Err(DriverError::NoCommand(op.name.clone()));
-            }
-        }
-        let dirs = Dirs::make(&self.pipeline, self.opts.output.as_deref())?;
-        let ctx = self.context()?;
-        plan.publish(&ctx)?;
+        let mut run = Run::new(self, link, interrupted, t0)?;
+        plan.publish(&run.ctx)?;
         // The streams an operator of this host touches (all of them on
         // one host).
         for (e, entry) in plan.entries.iter().enumerate() {
-            if local(entry.producer) || entry.consumers.iter().any(|&c| local(c)) {
-                ctx.declare_stream(&entry.key, &streaming.stream_options(plan, e)?)?;
+            if run.is_local(entry.producer) || entry.consumers.iter().any(|&c| run.is_local(c)) {
+                run.ctx
+                    .declare_stream(&entry.key, &streaming.stream_options(plan, e)?)?;
             }
         }
-        let handle = ctx.handle_for_children()?;
-        let link_events = match link.as_deref_mut() {
-            Some(l) => {
-                l.start(&ctx).map_err(DriverError::Link)?;
-                Some(l.events())
-            }
-            None => None,
-        };
-        let mut edges_elsewhere = edges_of(plan);
-        let mut reports: Vec<OperatorReport> = ops
-            .iter()
-            .enumerate()
-            .map(|(i, o)| {
-                let mut r = OperatorReport::not_run(&o.name);
-                if !local(i) {
-                    r.outcome = Outcome::Elsewhere(placement.host_name(i).to_owned());
-                }
-                r
-            })
-            .collect();
-        let (tx, rx): (Sender<Event>, Receiver<Event>) = unbounded();
-        let mut running: BTreeMap<usize, Running> = BTreeMap::new();
-        let mut failure: Option<(String, String)> = None;
-        let mut stopping = false;
-        // When the streams were poisoned: operators get the grace period
-        // to see it and exit by themselves before the SIGTERM.
-        let mut poisoned_at: Option<Instant> = None;
-        for i in (0..ops.len()).filter(|&i| local(i)) {
-            match self.start(i, &handle, &dirs, &tx) {
-                Ok(r) => {
-                    progress(Progress::Started(ops[i].name.clone()));
-                    running.insert(i, r);
-                    if let Some(l) = link.as_deref_mut() {
-                        l.operator_started(i);
-                    }
-                }
-                Err(e) => {
-                    reports[i].outcome = Outcome::SpawnFailed(e.to_string());
-                    let why = format!("could not start: {e}");
-                    if let Some(l) = link.as_deref_mut() {
-                        l.operator_finished(&ctx, i, Err(why.clone()));
-                    }
-                    failure.get_or_insert((ops[i].name.clone(), why));
-                    stopping = true;
-                    self.poison_all(&ctx);
-                    poisoned_at = Some(Instant::now());
-                    break;
-                }
+        run.connect()?;
+        for i in 0..self.pipeline.operators.len() {
+            if run.is_local(i) && !run.start(i, progress) {
+                break;
             }
         }
-        // Operators in the order they exited (restarts included).
-        let mut exits: Vec<usize> = Vec::new();
+        let mut poisoned = false;
         let mut last_progress = Instant::now();
         let mut heads: Vec<u64> = vec![0; plan.entries.len()];
-        let mut done_elsewhere = vec![false; ops.len()];
-        let mut remote_ok = vec![false; ops.len()];
-        while !running.is_empty() {
-            let was_stopping = stopping;
-            let event = next_event(
-                &rx,
-                link_events.as_ref(),
-                ops,
-                &mut done_elsewhere,
-                &mut remote_ok,
-                &mut edges_elsewhere,
-                plan,
-                t0,
-                &mut failure,
-                &mut stopping,
-            );
-            // A failure elsewhere stops the streams here.
-            if stopping && !was_stopping {
-                self.poison_all(&ctx);
-                poisoned_at = Some(Instant::now());
+        while !run.running.is_empty() {
+            if let Some(exit) = run.next_exit(progress)
+                && let Some(outcome) = run.exited(&exit)
+            {
+                self.on_stream_exit(&mut run, exit.op, outcome, progress);
             }
-            match event {
-                Some(Event::Line(i, stderr, text)) => {
-                    line(progress, &mut reports[i], stderr, text);
-                }
-                Some(Event::Exited(i, status, usage)) => {
-                    let Some(r) = running.remove(&i) else {
-                        continue;
-                    };
-                    account(&mut reports[i], &r, status, &usage);
-                    exits.push(i);
-                    // A dead child's holds and mappings go back now.
-                    let _ = ctx.recover();
-                    let outcome = reports[i].outcome.clone();
-                    if outcome == Outcome::Succeeded || outcome == Outcome::Stopped {
-                        if let Some(l) = link.as_deref_mut() {
-                            let result = match &outcome {
-                                Outcome::Succeeded => Ok(()),
-                                o => Err(describe(o)),
-                            };
-                            l.operator_finished(&ctx, i, result);
-                        }
-                        progress(Progress::Finished(ops[i].name.clone(), outcome));
-                        continue;
-                    }
-                    let allowed = streaming.restarts.get(i).copied().unwrap_or(0);
-                    if !stopping && reports[i].restarts < allowed {
-                        reports[i].restarts += 1;
-                        progress(Progress::Line {
-                            operator: ops[i].name.clone(),
-                            stderr: true,
-                            text: format!(
-                                "{}; starting it again ({} of {allowed})",
-                                describe(&outcome),
-                                reports[i].restarts
-                            ),
-                        });
-                        match self.start(i, &handle, &dirs, &tx) {
-                            Ok(r) => {
-                                running.insert(i, r);
-                                if let Some(l) = link.as_deref_mut() {
-                                    l.operator_started(i);
-                                }
-                                continue;
-                            }
-                            Err(e) => {
-                                reports[i].outcome = Outcome::SpawnFailed(e.to_string());
-                            }
-                        }
-                    }
-                    let at = self.first_undelivered(&ctx, i);
-                    let why = format!("{} at frame {at}", describe(&reports[i].outcome));
-                    if let Some(l) = link.as_deref_mut() {
-                        // Told before the streams are poisoned: the other
-                        // hosts hear the cause before its consequences.
-                        l.operator_finished(&ctx, i, Err(why.clone()));
-                    }
-                    if failure.is_none() {
-                        failure = Some((ops[i].name.clone(), why));
-                    }
-                    if !stopping {
-                        stopping = true;
-                        self.poison_all(&ctx);
-                        poisoned_at = Some(Instant::now());
-                    }
-                    progress(Progress::Finished(
-                        ops[i].name.clone(),
-                        reports[i].outcome.clone(),
-                    ));
-                }
-                None => {}
+            // A failure anywhere (here, elsewhere, an interrupt) stops the
+            // streams here; operators get the grace period to see it.
+            if run.stopping() && !poisoned {
+                self.poison_all(&run.ctx);
+                poisoned = true;
             }
-            if interrupted.load(Ordering::Relaxed) && !stopping {
-                stopping = true;
-                self.poison_all(&ctx);
-                poisoned_at = Some(Instant::now());
-            }
-            let grace_over = poisoned_at.is_some_and(|t| t.elapsed() >= self.opts.grace);
-            if self.escalate(&mut running, stopping && grace_over) && !stopping {
-                stopping = true;
-                self.poison_all(&ctx);
-                poisoned_at = Some(Instant::now());
-            }
+            let grace_over = run.stopping_for().is_some_and(|d| d >= self.opts.grace);
+            run.tick(progress, grace_over, &|r: &Run<'_>| {
+                self.stream_edges(&r.ctx)
+            });
             if last_progress.elapsed() >= PROGRESS_EVERY {
                 let secs = last_progress.elapsed().as_secs_f64();
                 last_progress = Instant::now();
-                progress(Progress::Streams(self.stream_rates(&ctx, &mut heads, secs)));
-                let pids = |i: usize| running.get(&i).map(|r| r.pid);
-                progress(Progress::Snapshot(Box::new(snapshot::take(
-                    &ctx,
-                    t0.elapsed(),
-                    &reports,
-                    &pids,
-                    &|i| !running.contains_key(&i),
-                    &self.stream_edges(&ctx),
-                ))));
+                progress(Progress::Streams(
+                    self.stream_rates(&run.ctx, &mut heads, secs),
+                ));
             }
         }
-        late_lines(&rx, progress, &mut reports);
-        for (i, rep) in reports.iter_mut().enumerate() {
-            rep.frames = stats_of(&ctx, &ops[i].name);
+        for (i, op) in self.pipeline.operators.iter().enumerate() {
+            run.reports[i].frames = stats_of(&run.ctx, &op.name);
         }
-        if let Some(l) = link {
-            // Wait for the other hosts (they may still take frames this
-            // host sends) and take the first failure seen elsewhere: the
-            // cause, when this host's first failure was only a stream
-            // poisoned because of it.
-            let elsewhere = l.finish(failure.as_ref(), interrupted);
-            let only_poisoned = failure.as_ref().is_none_or(|(first, _)| {
-                reports.iter().find(|r| &r.name == first).is_some_and(|r| {
-                    r.stderr_tail
-                        .iter()
-                        .any(|l| l.contains("is poisoned from frame"))
-                })
-            });
-            if elsewhere.is_some() && only_poisoned {
-                failure = elsewhere;
-            }
-        }
-        // The first operator to exit may have failed only because another
-        // failed first and poisoned its inputs: blame the first failure
-        // that was not a poisoned input, if there is one.
-        if let Some((first, _)) = &failure
-            && let Some(r) = reports.iter().find(|r| &r.name == first)
-            && r.stderr_tail
-                .iter()
-                .any(|l| l.contains("is poisoned from frame"))
-            && let Some(root) = exits.iter().find(|&&k| {
-                let r = &reports[k];
-                matches!(r.outcome, Outcome::Failed(_) | Outcome::Signaled(_))
-                    && !r
-                        .stderr_tail
-                        .iter()
-                        .any(|l| l.contains("is poisoned from frame"))
-            })
-        {
-            let at = self.first_undelivered(&ctx, *root);
-            failure = Some((
-                ops[*root].name.clone(),
-                format!("{} at frame {at}", describe(&reports[*root].outcome)),
-            ));
-        }
-        let interrupted = interrupted.load(Ordering::Relaxed);
-        if interrupted && failure.is_none() {
-            failure = Some(("driver".into(), "interrupted".into()));
-        }
-        // Secondary failures (poisoned by the first) are `Stopped`.
-        if failure.is_some() {
-            for r in &mut reports {
-                if matches!(r.outcome, Outcome::Failed(_)) {
-                    let first = failure.as_ref().is_some_and(|(n, _)| n == &r.name);
-                    if !first {
-                        r.outcome = Outcome::Stopped;
-                    }
+        run.edges = self.stream_edges(&run.ctx);
+        let mut report = run.finish(progress);
+        // Operators that failed only because of the root cause (their
+        // inputs were poisoned) were stopped by it.
+        if let Some(f) = &report.failure {
+            for r in &mut report.operators {
+                if matches!(r.outcome, Outcome::Failed(_)) && f.operator() != Some(r.name.as_str())
+                {
+                    r.outcome = Outcome::Stopped;
                 }
             }
         }
-        let edges = self.stream_edges(&ctx);
-        progress(Progress::Snapshot(Box::new(snapshot::take(
-            &ctx,
-            t0.elapsed(),
-            &reports,
-            &|_| None,
-            &|_| true,
-            &edges,
-        ))));
-        let kept_context = self.opts.keep_context.then(|| ctx.handle().to_owned());
-        drop(ctx);
-        Ok(RunReport {
-            operators: reports,
-            failure,
-            interrupted,
-            wall: t0.elapsed(),
-            results: Vec::new(),
-            output_dir: dirs.output,
-            kept_context,
-            edges,
-        })
+        Ok(report)
     }
 
-    fn start(
+    /// A local operator exited with `outcome`: done, started again, or the
+    /// run's failure.
+    fn on_stream_exit(
         &self,
+        run: &mut Run<'_>,
         i: usize,
-        handle: &str,
-        dirs: &Dirs,
-        tx: &Sender<Event>,
-    ) -> Result<Running, DriverError> {
-        Ok(Running::new(self.spawn(i, handle, dirs, tx)?))
+        outcome: Outcome,
+        progress: &mut dyn FnMut(Progress),
+    ) {
+        let name = self.pipeline.operators[i].name.clone();
+        match outcome {
+            Outcome::Succeeded => {
+                // An earlier process's failure is history.
+                run.reports[i].failure = None;
+                run.tell_finished(i, Ended::Succeeded);
+            }
+            Outcome::Stopped => run.tell_finished(i, Ended::Stopped),
+            _ => {
+                let allowed = self
+                    .pipeline
+                    .plan
+                    .streaming
+                    .as_ref()
+                    .and_then(|s| s.restarts.get(i).copied())
+                    .unwrap_or(0);
+                let at = self.first_undelivered(&run.ctx, i);
+                let failure = run.failure_of(i, Some(at));
+                run.reports[i].failure.clone_from(&failure);
+                if !run.stopping() && run.reports[i].restarts < allowed {
+                    run.reports[i].restarts += 1;
+                    let why = failure.map_or_else(|| format!("{outcome:?}"), |f| f.to_string());
+                    progress(Progress::Line {
+                        operator: name,
+                        stderr: true,
+                        text: format!(
+                            "{why}; starting it again ({} of {allowed})",
+                            run.reports[i].restarts
+                        ),
+                    });
+                    // A start that fails is the run's failure.
+                    run.start(i, progress);
+                    return;
+                }
+                if let Some(f) = failure {
+                    // Told before the streams are poisoned: the other
+                    // hosts hear the cause before its consequences.
+                    run.tell_finished(i, Ended::Failed(&f));
+                    run.fail(f);
+                } else {
+                    run.stop();
+                }
+            }
+        }
+        progress(Progress::Finished(
+            self.pipeline.operators[i].name.clone(),
+            run.reports[i].outcome.clone(),
+        ));
     }
 
     /// Fails every stream from its next frame: every operator's loop ends.
@@ -364,7 +197,7 @@ impl LocalDriver {
 
     /// Frames per second of every stream since the last report.
     /// Every stream's frames and drops so far.
-    fn stream_edges(&self, ctx: &Context) -> Vec<crate::driver::EdgeReport> {
+    fn stream_edges(&self, ctx: &Context) -> Vec<EdgeReport> {
         let plan = &self.pipeline.plan;
         let mut edges = edges_of(plan);
         for (edge, e) in edges.iter_mut().zip(&plan.entries) {
@@ -417,20 +250,4 @@ impl LocalDriver {
 /// The statistics operator `name` published, if any.
 fn stats_of(ctx: &Context, name: &str) -> Option<OperatorStats> {
     OperatorStats::read(ctx, name).ok().flatten()
-}
-
-/// One stream's progress ([`Progress::Streams`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct StreamRate {
-    /// The entry it carries (`operator/output`).
-    pub entry: String,
-    /// Frames published so far.
-    pub frames: u64,
-    /// Frames per second since the last report.
-    pub fps: f64,
-    /// Frames its consumers lost to `drop-oldest`.
-    pub dropped: u64,
-    /// The age of its frames (p50, p99, ns) when its first consumer took
-    /// them, from that operator's statistics (published every second).
-    pub latency_ns: Option<[u64; 2]>,
 }

@@ -722,6 +722,63 @@ streaming:
     assert "[sink] sink: 30 frames" in p.stdout, p.stdout
 
 
+PYTHON_SOURCE_THAT_RAISES = """
+import os
+import numpy as np
+import fastio
+
+fail_at = int(os.environ["FAIL_AT"])
+words = np.arange(1, 64, dtype=np.uint64)
+for frame in fastio.Operator.from_env():
+    if frame.seq == fail_at:
+        raise RuntimeError(f"raising on purpose at frame {frame.seq}")
+    row = np.zeros((1, 64), dtype=np.uint32)
+    row[0, 1:] = ((frame.seq * 2654435761 + words) % (1 << 32)).astype(np.uint32)
+    frame.write("v", row)
+"""
+
+
+def test_a_python_source_that_raises_is_the_root_cause_not_its_sink(tmp_path):
+    """Issue 29: a Python source raises at a random frame; its sink, which
+    prints its poisoned input on stdout, is never blamed: the CLI's line
+    and `--report json` name the source and the frame, every time."""
+    cli, streamop = os.environ.get("FASTIO_CLI"), os.environ.get("FASTIO_STREAMOP")
+    if not (cli and streamop):
+        pytest.skip("binaries not given (run through cargo xtask python)")
+    (tmp_path / "src.py").write_text(PYTHON_SOURCE_THAT_RAISES)
+    arr = "type: array, element-type: uint32, shape: [-1, 64]"
+    import random
+    rng = random.Random(29)
+    for _ in range(4):
+        k = rng.randrange(3, 400)
+        yaml = f"""
+api-version: 0.5.0
+name: py-raises
+operators:
+- name: src
+  container: {{image: python, command: [{sys.executable}, ./src.py], variables: {{FAIL_AT: '{k}'}}}}
+  output: [{{name: v, {arr}}}]
+- name: sink
+  container: {{image: rust, command: [{streamop}, sink, v], variables: {{ERRORS_ON_STDOUT: '1'}}}}
+  input: [{{from: src, name: v, {arr}}}]
+streaming:
+  frames: 100000
+  max-shape:
+    src/v: [4, 64]
+"""
+        (tmp_path / "p.yaml").write_text(yaml)
+        p = subprocess.run([cli, "run", str(tmp_path / "p.yaml"), "--report", "json"],
+                           capture_output=True, text=True, timeout=180)
+        assert p.returncode == 1, (p.stdout, p.stderr)
+        failure = json.loads(p.stdout)["failure"]
+        want = {"kind": "exited", "operator": "src", "host": None, "code": 1, "frame": k}
+        assert {key: failure[key] for key in want} == want, (k, failure, p.stderr)
+        text = f"operator src exited with status 1 at frame {k}"
+        assert failure["text"] == text
+        assert f"fastio: {text}" in p.stderr, p.stderr
+        assert "raising on purpose" in p.stderr   # shown, never read
+
+
 STREAM_CONSUMER = """
 import sys, zlib
 import numpy as np

@@ -100,7 +100,8 @@ pub use options::{ContextOptions, DEFAULT_PREFIX};
 pub use recover::Recovery;
 pub use shm_core::{human_bytes, shm_free_bytes};
 pub use steps::{
-    LATENCY_BUCKETS_NS, OperatorStats, OutputSlot, STATS_EVERY, STATS_PREFIX, Step, Steps,
+    END_PREFIX, LATENCY_BUCKETS_NS, LoopEnd, OperatorStats, OutputSlot, STATS_EVERY, STATS_PREFIX,
+    Step, Steps,
 };
 pub use stream::{
     ConsumerStatus, Frame, Frames, MAX_FRAME_DIMS, Overflow, STREAM_PREFIX, SlotMut,

@@ -53,6 +53,107 @@ pub const STATS_PREFIX: &str = "fastio.stats/";
 /// live line and for watchers).
 pub const STATS_EVERY: Duration = Duration::from_secs(1);
 
+/// Prefix of the name under which an operator's frame loop says how it
+/// ended: `fastio.end/<operator, lower case>` ([`LoopEnd`]).
+pub const END_PREFIX: &str = "fastio.end/";
+
+/// How an operator's frame loop ended, published in the context when it
+/// ends (under [`END_PREFIX`]): the driver reads it when the process
+/// exits, to tell a cause from a consequence without reading what the
+/// operator printed. A process killed before its loop ended leaves none.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+pub enum LoopEnd {
+    /// Its inputs ended (a source: its frame count or duration was
+    /// reached), or it ended the loop on purpose ([`Steps::end`]).
+    Finished,
+    /// A stream of the operator (its name, the entry's key), an input or
+    /// an output, was poisoned from `frame`: the loop ended because
+    /// something else failed (upstream, or the run stopped).
+    Poisoned {
+        /// The stream.
+        stream: String,
+        /// The first frame of it that will never come.
+        frame: u64,
+    },
+    /// Taking the next frame failed otherwise.
+    Failed {
+        /// The error.
+        error: String,
+    },
+    /// The operator left its loop with an error or a panic while working
+    /// on source frame `frame` (the last it was given, if any).
+    Abandoned {
+        /// That frame.
+        frame: Option<u64>,
+    },
+}
+
+impl LoopEnd {
+    /// How operator `operator`'s loop ended, if it said so.
+    pub fn read(ctx: &Context, operator: &str) -> Result<Option<LoopEnd>> {
+        let name = format!("{END_PREFIX}{}", operator.to_ascii_lowercase());
+        let m = match ctx.map(&name) {
+            Ok(m) => m,
+            Err(Error::UnknownName(_)) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        postcard::from_bytes(&m)
+            .map(Some)
+            .map_err(|e| Error::corrupt(format!("loop end of {operator}: {e}")))
+    }
+
+    /// Forgets what an earlier process of `operator` said (before it is
+    /// started again).
+    pub fn clear(ctx: &Context, operator: &str) -> Result<()> {
+        let name = format!("{END_PREFIX}{}", operator.to_ascii_lowercase());
+        match ctx.get(&name) {
+            Ok(a) => a.free(),
+            Err(Error::UnknownName(_)) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn publish(&self, ctx: &Context, operator: &str) -> Result<()> {
+        let bytes = postcard::to_allocvec(self)
+            .map_err(|e| Error::Plan(format!("cannot encode the loop's end: {e}")))?;
+        publish_record(
+            ctx,
+            &format!("{END_PREFIX}{}", operator.to_ascii_lowercase()),
+            &bytes,
+        )
+    }
+}
+
+/// Where a loop says how it ended: the first thing said stays (a poisoned
+/// output found in a step comes before the loop is abandoned because of
+/// it).
+#[derive(Debug)]
+struct EndNote {
+    ctx: Context,
+    operator: String,
+    said: Mutex<Option<LoopEnd>>,
+}
+
+impl EndNote {
+    fn say(&self, end: LoopEnd) {
+        let mut said = lock(&self.said);
+        if said.is_none() {
+            let _ = end.publish(&self.ctx, &self.operator);
+            *said = Some(end);
+        }
+    }
+}
+
+/// Publishes `bytes` under `name`, replacing what was there.
+fn publish_record(ctx: &Context, name: &str, bytes: &[u8]) -> Result<()> {
+    if let Ok(old) = ctx.get(name) {
+        old.free()?;
+    }
+    let mut a = ctx.create(bytes.len().max(1) as u64)?;
+    a.map_mut()?[..bytes.len()].copy_from_slice(bytes);
+    a.publish_and_release(name)
+}
+
 /// Samples kept per statistic (a reservoir beyond that).
 const SAMPLES: usize = 1 << 16;
 
@@ -198,12 +299,17 @@ pub struct Steps {
     until: Option<Instant>,
     tally: Arc<Mutex<Tally>>,
     live: Arc<AtomicBool>,
+    /// How the loop ended, once known (a step that found an output
+    /// poisoned says so at once).
+    end: Arc<EndNote>,
     done: bool,
     /// The last source frame this operator's outputs delivered before it
     /// was restarted: inputs up to it are skipped.
     delivered: Option<u64>,
     /// When the statistics were last published.
     stats_at: Instant,
+    /// The source frame of the last step given out.
+    last_seq: Option<u64>,
 }
 
 impl Operator {
@@ -290,7 +396,7 @@ impl Operator {
         let source = inputs.is_empty();
         let outputs_empty = outputs.is_empty();
         Ok(Steps {
-            ctx,
+            ctx: ctx.clone(),
             operator: op.name.clone(),
             inputs,
             outputs,
@@ -301,29 +407,37 @@ impl Operator {
                 .and_then(|ms| Instant::now().checked_add(Duration::from_millis(ms))),
             tally: Arc::new(Mutex::new(tally)),
             live: Arc::new(AtomicBool::new(false)),
+            end: Arc::new(EndNote {
+                ctx: ctx.clone(),
+                operator: op.name.clone(),
+                said: Mutex::new(None),
+            }),
             done: false,
             delivered: if outputs_empty { None } else { delivered },
             stats_at: Instant::now(),
+            last_seq: None,
         })
     }
 }
 
 impl Steps {
-    /// Ends every output (or fails them) and publishes the statistics.
-    fn finish(&mut self, failed: bool) {
+    /// Ends every output (or fails them, unless the loop finished), then
+    /// publishes the statistics and how the loop ended.
+    fn finish(&mut self, end: LoopEnd) {
         if self.done {
             return;
         }
         self.done = true;
         for (_, p) in &self.outputs {
             let mut p = lock(p);
-            if failed {
-                p.poison();
-            } else {
+            if end == LoopEnd::Finished {
                 let _ = p.end();
+            } else {
+                p.poison();
             }
         }
         let _ = self.publish_stats();
+        self.end.say(end);
     }
 
     /// The statistics so far.
@@ -351,12 +465,7 @@ impl Steps {
         let bytes = postcard::to_allocvec(&self.stats())
             .map_err(|e| Error::Plan(format!("cannot encode statistics: {e}")))?;
         let name = format!("{STATS_PREFIX}{}", self.operator.to_ascii_lowercase());
-        if let Ok(old) = self.ctx.get(&name) {
-            old.free()?;
-        }
-        let mut a = self.ctx.create(bytes.len().max(1) as u64)?;
-        a.map_mut()?[..bytes.len()].copy_from_slice(&bytes);
-        a.publish_and_release(&name)
+        publish_record(&self.ctx, &name, &bytes)
     }
 
     /// One frame of every input, aligned by source frame; `None` at the
@@ -428,7 +537,7 @@ impl Iterator for Steps {
             if self.frames.is_some_and(|n| steps >= n)
                 || self.until.is_some_and(|t| Instant::now() >= t)
             {
-                self.finish(false);
+                self.finish(LoopEnd::Finished);
                 return None;
             }
             (steps, now_ns(), Vec::new())
@@ -444,16 +553,27 @@ impl Iterator for Steps {
                     (frames[0].source_seq(), frames[0].timestamp_ns(), frames)
                 }
                 Ok(None) => {
-                    self.finish(false);
+                    self.finish(LoopEnd::Finished);
                     return None;
                 }
                 Err(e) => {
-                    self.finish(true);
+                    self.finish(match &e {
+                        Error::StreamPoisoned {
+                            stream, from_frame, ..
+                        } => LoopEnd::Poisoned {
+                            stream: stream.clone(),
+                            frame: *from_frame,
+                        },
+                        e => LoopEnd::Failed {
+                            error: e.to_string(),
+                        },
+                    });
                     return Some(Err(e));
                 }
             }
         };
         lock(&self.tally).steps += 1;
+        self.last_seq = Some(seq);
         self.live.store(true, Ordering::Release);
         Some(Ok(Step {
             seq,
@@ -469,6 +589,7 @@ impl Iterator for Steps {
             started: Instant::now(),
             tally: self.tally.clone(),
             live: self.live.clone(),
+            end: self.end.clone(),
         }))
     }
 }
@@ -477,7 +598,7 @@ impl Steps {
     /// Ends the loop before its inputs end: the outputs end after the
     /// frames published so far, as at the end of the stream.
     pub fn end(&mut self) {
-        self.finish(false);
+        self.finish(LoopEnd::Finished);
     }
 }
 
@@ -486,7 +607,9 @@ impl Drop for Steps {
     /// outputs: downstream operators see `StreamPoisoned`, not a stream
     /// that looks complete. [`Steps::end`] ends early on purpose.
     fn drop(&mut self) {
-        self.finish(true);
+        self.finish(LoopEnd::Abandoned {
+            frame: self.last_seq,
+        });
     }
 }
 
@@ -504,6 +627,7 @@ pub struct Step {
     started: Instant,
     tally: Arc<Mutex<Tally>>,
     live: Arc<AtomicBool>,
+    end: Arc<EndNote>,
 }
 
 impl Step {
@@ -543,7 +667,19 @@ impl Step {
         let i = lookup_entry(&self.outputs, name, |(n, _)| n.of())?;
         let (_, p) = &self.outputs[i];
         let mut guard = lock(p);
-        guard.begin(None)?;
+        if let Err(e) = guard.begin(None) {
+            if let Error::StreamPoisoned {
+                stream, from_frame, ..
+            } = &e
+            {
+                // Said now: the operator may exit without ending its loop.
+                self.end.say(LoopEnd::Poisoned {
+                    stream: stream.clone(),
+                    frame: *from_frame,
+                });
+            }
+            return Err(e);
+        }
         Ok(OutputSlot { producer: guard })
     }
 }

@@ -16,7 +16,8 @@
 //!   went through the `k`-th count of stages (which producer it came from).
 //!
 //! `FAIL_AT=k` makes the operator return an error at step `k` (its loop is
-//! abandoned: its outputs fail). `DIE_AT=k` makes the operator SIGKILL itself at step `k` while it holds
+//! abandoned: its outputs fail). `ERRORS_ON_STDOUT` prints the error on
+//! stdout. `DIE_AT=k` makes the operator SIGKILL itself at step `k` while it holds
 //! its inputs and has half written its output; with `DIE_ONCE=FILE` only
 //! the first time (the file marks it). `DIE_AFTER_PUBLISH=k` makes a stage
 //! publish its output of step `k` and SIGKILL itself while it still holds
@@ -114,10 +115,16 @@ fn die() -> Result {
     Err("SIGKILL did not arrive".into())
 }
 
-/// Errors are printed as their message (one line), then exit 1.
+/// Errors are printed as their message (one line; on stdout with
+/// `ERRORS_ON_STDOUT`, where the driver must not look for meaning either),
+/// then exit 1.
 fn main() {
     if let Err(e) = run() {
-        eprintln!("error: {e}");
+        if std::env::var_os("ERRORS_ON_STDOUT").is_some() {
+            println!("error: {e}");
+        } else {
+            eprintln!("error: {e}");
+        }
         std::process::exit(1);
     }
 }
