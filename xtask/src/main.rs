@@ -155,6 +155,59 @@ fn ci() -> Result<(), String> {
     Ok(())
 }
 
+/// Cargo takes a registry crate for immutable: a crate of ours verified by
+/// an earlier `cargo package` (version unchanged) is compiled once into
+/// `target/debug` and reused, stale, by the next verification. Where an
+/// earlier package step ran (`target/package` exists: not in a fresh
+/// clone), its tarballs and every build of our crates go, so each is built
+/// from what is packaged now.
+fn forget_packaged_builds() -> Result<(), String> {
+    let target = root().join("target");
+    let package = target.join("package");
+    if !package.exists() {
+        return Ok(());
+    }
+    std::fs::remove_dir_all(&package).map_err(|e| format!("remove {}: {e}", package.display()))?;
+    let ours: Vec<String> = std::fs::read_dir(root().join("crates"))
+        .map_err(|e| format!("read crates/: {e}"))?
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    let debug = target.join("debug");
+    for dir in [
+        debug.join(".fingerprint"),
+        debug.join("deps"),
+        debug.join("build"),
+    ] {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let stem = name.strip_prefix("lib").unwrap_or(&name);
+            let built_of_ours = ours.iter().any(|c| {
+                let under = c.replace('-', "_");
+                [c.as_str(), under.as_str()].iter().any(|n| {
+                    stem.strip_prefix(n).is_some_and(|rest| {
+                        rest.strip_prefix('-').is_some_and(|h| {
+                            h.split('.').next().is_some_and(|h| {
+                                h.len() == 16 && h.chars().all(|ch| ch.is_ascii_hexdigit())
+                            })
+                        })
+                    })
+                })
+            });
+            if built_of_ours {
+                let path = entry.path();
+                let removed = if path.is_dir() {
+                    std::fs::remove_dir_all(&path)
+                } else {
+                    std::fs::remove_file(&path)
+                };
+                removed.map_err(|e| format!("remove {}: {e}", path.display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `cargo package --workspace` verifies each crate against the tarballs of
 /// the crates it depends on, through a local registry in
 /// `target/package/tmp-registry`, which cargo unpacks into
@@ -165,6 +218,7 @@ fn ci() -> Result<(), String> {
 /// copies from such local registries first makes every run verify against
 /// the tarballs it just made.
 fn forget_packaged_sources() -> Result<(), String> {
+    forget_packaged_builds()?;
     let cargo_home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));

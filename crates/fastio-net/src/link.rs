@@ -8,6 +8,8 @@
 //! | `<run>/op/<host>/<operator>` | liveliness token of each running operator |
 //! | `<run>/status/<host>` | the host's [`Status`] lines |
 //! | `<run>/entry/<operator>/<output>` | the pieces of an entry ([`ChunkHeader`]) |
+//! | `<run>/stream/<operator>/<output>/<host>` | the frames of a stream for one consuming host ([`StreamMsg`], `streams.rs`) |
+//! | `<run>/credit/<operator>/<output>/<host>` | frames that host has placed in its stream (u64, little-endian) |
 //!
 //! Joining: a host declares its publishers, then its subscribers, then its
 //! liveliness subscribers, and last its own host token; it starts when it

@@ -372,7 +372,7 @@ impl std::fmt::Debug for MappedPublished {
 /// allocation for writing through the table API while any stream handle
 /// exists, with the addresses of the bytes in both views. Who may write
 /// which bytes of it is decided by the ring's own protocol
-/// (`stream::ring`, invariants 1 to 4), not by the tables; the stream's
+/// (`shm_core::ring`, invariants 1 to 4), not by the tables; the stream's
 /// name lies in a namespace that `Context::get` and `map` refuse, so no
 /// other handle can reach it.
 pub(crate) struct RingRegion {
@@ -447,7 +447,7 @@ impl RingRegion {
     ///
     /// No `&mut` to these bytes may exist while the slice lives: the
     /// ring's protocol must have given the caller a frame in them
-    /// (`stream::ring`, invariants 3 and 4).
+    /// (`shm_core::ring`, invariants 3 and 4).
     pub(crate) unsafe fn bytes(&self, off: usize, len: usize) -> Result<&[u8]> {
         if off.checked_add(len).is_none_or(|e| e > self.len) {
             return Err(Error::corrupt("frame outside its stream's memory"));
@@ -463,7 +463,7 @@ impl RingRegion {
     ///
     /// No other reference to these bytes may exist while the slice lives,
     /// in any process: the ring's protocol must have given the caller the
-    /// slot to write (`stream::ring`, invariants 2 to 4).
+    /// slot to write (`shm_core::ring`, invariants 2 to 4).
     #[allow(clippy::mut_from_ref)]
     pub(crate) unsafe fn bytes_mut(&self, off: usize, len: usize) -> Result<&mut [u8]> {
         if off.checked_add(len).is_none_or(|e| e > self.len) {
