@@ -8,7 +8,9 @@ use fastio::{Allocation, Context, ContextOptions};
 use ndobject::Array;
 
 use crate::ptr::{cstr, handle, out, writable};
-use crate::status::{FASTIO_ERR_CONFLICT, FASTIO_ERR_NOT_MAPPED, Failure, copy_out, guard, result};
+use crate::status::{
+    FASTIO_ERR_CONFLICT, FASTIO_ERR_NOT_MAPPED, Failure, copy_out, guard, guard_value, result,
+};
 
 /// A Fast I/O context (opaque in C).
 pub struct fastio_context {
@@ -136,10 +138,13 @@ pub unsafe extern "C" fn fastio_context_handle(
 /// `ctx` is null or live, and not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fastio_context_release(ctx: *mut fastio_context) {
-    if !ctx.is_null() {
-        // SAFETY: the caller's contract: ours, released once.
-        drop(unsafe { Box::from_raw(ctx) });
-    }
+    // A `Drop` runs here: inside the guard.
+    guard_value((), || {
+        if !ctx.is_null() {
+            // SAFETY: the caller's contract: ours, released once.
+            drop(unsafe { Box::from_raw(ctx) });
+        }
+    })
 }
 
 /// A new allocation of `size` bytes, known only to this process until
@@ -428,10 +433,13 @@ pub unsafe extern "C" fn fastio_allocation_unmap(
 /// `alloc` is null or live, and not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fastio_allocation_release(alloc: *mut fastio_allocation) {
-    if !alloc.is_null() {
-        // SAFETY: the caller's contract: ours, released once.
-        drop(unsafe { Box::from_raw(alloc) });
-    }
+    // A `Drop` runs here: inside the guard.
+    guard_value((), || {
+        if !alloc.is_null() {
+            // SAFETY: the caller's contract: ours, released once.
+            drop(unsafe { Box::from_raw(alloc) });
+        }
+    })
 }
 
 /// Marks the memory for deletion (its names disappear; existing references

@@ -9,7 +9,7 @@ use fastio::{Access, Entry, Operator};
 use ndobject::Array;
 
 use crate::ptr::{cstr, handle, out, writable};
-use crate::status::{FASTIO_ERR_NOT_MAPPED, Failure, copy_out, guard, result};
+use crate::status::{FASTIO_ERR_NOT_MAPPED, Failure, copy_out, guard, guard_value, result};
 
 /// A Clara element type (`nvidia_clara_element_type`).
 #[allow(non_camel_case_types)]
@@ -131,10 +131,13 @@ pub unsafe extern "C" fn fastio_operator_from_env(op_out: *mut *mut fastio_opera
 /// released yet; no entry of it is used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fastio_operator_release(op: *mut fastio_operator) {
-    if !op.is_null() {
-        // SAFETY: the caller's contract: `op` is ours and released once.
-        drop(unsafe { Box::from_raw(op) });
-    }
+    // A `Drop` runs here: inside the guard.
+    guard_value((), || {
+        if !op.is_null() {
+            // SAFETY: the caller's contract: `op` is ours and released once.
+            drop(unsafe { Box::from_raw(op) });
+        }
+    })
 }
 
 fn find<'a>(

@@ -13,8 +13,12 @@
 //!   a program's own processes without a pipeline definition
 //!   (`fastio_stream_*`: a producer, consumers, frames).
 //!
-//! Every export runs inside `catch_unwind`: a panic never crosses into C,
-//! it becomes `FASTIO_ERR_PANIC`. The headers are generated with cbindgen
+//! Every export runs inside `catch_unwind` (`guard`, or `guard_value` for
+//! the few that return no status: the releases, whose `Drop` runs inside
+//! it, and the status texts): a panic never crosses into C, it becomes
+//! `FASTIO_ERR_PANIC` (or the export's fallback value) and the thread's
+//! last error. A unit test reads this crate's source and holds every
+//! export to it. The headers are generated with cbindgen
 //! (`cargo xtask headers`) and committed; `cargo xtask ci` fails when they
 //! are stale.
 
@@ -32,3 +36,50 @@ pub use entry::*;
 pub use frames::*;
 pub use status::*;
 pub use stream::*;
+
+#[cfg(test)]
+mod every_export_is_guarded {
+    /// The body of every `extern "C" fn` of this crate's source calls
+    /// `guard(` or `guard_value(` before anything else can panic: its
+    /// first statement.
+    #[test]
+    fn every_export_runs_inside_catch_unwind() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut exports = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut rest = text.as_str();
+            while let Some(at) = rest.find("extern \"C\" fn ") {
+                rest = &rest[at..];
+                let name: String = rest["extern \"C\" fn ".len()..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                // The body starts after the signature's `{` at the end of a
+                // line.
+                let open = rest.find(" {\n").expect("a body");
+                let body = rest[open + 3..].trim_start();
+                // Comments and a flag set inside (`let mut ended = false;`,
+                // which cannot panic) may come first.
+                let first = body
+                    .lines()
+                    .map(str::trim_start)
+                    .find(|l| {
+                        let flag = l.starts_with("let mut ") && l.ends_with(" = false;");
+                        !(l.starts_with("//") || flag)
+                    })
+                    .unwrap_or("");
+                let first = first.strip_prefix("let code = ").unwrap_or(first);
+                assert!(
+                    first.starts_with("guard(") || first.starts_with("guard_value("),
+                    "{}: {name} does not start inside the guard: {first:?}",
+                    path.display()
+                );
+                exports += 1;
+                rest = &rest[open..];
+            }
+        }
+        assert!(exports > 40, "only {exports} exports found");
+    }
+}

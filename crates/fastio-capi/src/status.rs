@@ -119,17 +119,8 @@ thread_local! {
 /// Runs `f`, turning an error or a panic into a status code and the
 /// thread's last error message.
 pub(crate) fn guard(f: impl FnOnce() -> Result<(), Failure>) -> result {
-    let outcome = catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".to_owned());
-        Err(Failure::new(
-            FASTIO_ERR_PANIC,
-            format!("internal error: {what}"),
-        ))
-    });
+    let outcome = catch_unwind(AssertUnwindSafe(f))
+        .unwrap_or_else(|panic| Err(Failure::new(FASTIO_ERR_PANIC, panic_message(&*panic))));
     match outcome {
         Ok(()) => {
             LAST_ERROR.with(|l| l.borrow_mut().clear());
@@ -142,9 +133,39 @@ pub(crate) fn guard(f: impl FnOnce() -> Result<(), Failure>) -> result {
     }
 }
 
+/// What a caught panic said.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_owned());
+    format!("internal error: {what}")
+}
+
+/// Runs an export that gives a value and no status (a release, whose
+/// `Drop` may run any code; a status string) inside `catch_unwind`: a
+/// panic becomes `fallback` and the thread's last error, never an unwind
+/// into C.
+pub(crate) fn guard_value<T>(fallback: T, f: impl FnOnce() -> T) -> T {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let message = panic_message(&*panic);
+        let _ = LAST_ERROR.try_with(|l| {
+            if let Ok(mut l) = l.try_borrow_mut() {
+                *l = message;
+            }
+        });
+        fallback
+    })
+}
+
 /// The name of a status code, as a static NUL-terminated string.
 #[unsafe(no_mangle)]
 pub extern "C" fn fastio_status_string(code: result) -> *const c_char {
+    guard_value(c"internal error".as_ptr(), || status_text(code))
+}
+
+fn status_text(code: result) -> *const c_char {
     let s: &'static [u8] = match code {
         FASTIO_OK => b"ok\0",
         FASTIO_ERR_INVALID_ARGUMENT => b"invalid argument\0",
@@ -182,6 +203,18 @@ pub unsafe extern "C" fn fastio_last_error_message(
     buffer: *mut c_char,
     buffer_size: usize,
 ) -> usize {
+    guard_value(0, || {
+        // SAFETY: the caller's contract, passed on.
+        unsafe { last_error_into(buffer, buffer_size) }
+    })
+}
+
+/// [`fastio_last_error_message`]'s work.
+///
+/// # Safety
+///
+/// As for [`fastio_last_error_message`].
+unsafe fn last_error_into(buffer: *mut c_char, buffer_size: usize) -> usize {
     LAST_ERROR.with(|l| {
         let msg = l.borrow();
         if !buffer.is_null() && buffer_size > 0 {

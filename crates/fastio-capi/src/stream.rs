@@ -36,7 +36,7 @@ use fastio::{Frame, Overflow, StreamConsumer, StreamOptions, StreamProducer};
 
 use crate::context::fastio_context;
 use crate::ptr::{cstr, handle, out, writable};
-use crate::status::{Failure, end_of_stream_or, guard, result};
+use crate::status::{Failure, end_of_stream_or, guard, guard_value, result};
 
 /// `overflow` of `fastio_stream_create`: a full stream makes the producer
 /// wait (nothing is lost).
@@ -271,10 +271,13 @@ pub unsafe extern "C" fn fastio_stream_poison(p: *mut fastio_stream_producer) ->
 /// `p` is null or live, and not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fastio_stream_producer_free(p: *mut fastio_stream_producer) {
-    if !p.is_null() {
-        // SAFETY: made by `Box::into_raw` here; not used afterwards.
-        drop(unsafe { Box::from_raw(p) });
-    }
+    // A `Drop` runs here: inside the guard.
+    guard_value((), || {
+        if !p.is_null() {
+            // SAFETY: made by `Box::into_raw` here; not used afterwards.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    })
 }
 
 /// Attaches as consumer `index` (0 to consumers - 1) of stream `name`.
@@ -356,10 +359,13 @@ pub unsafe extern "C" fn fastio_stream_dropped(
 /// `c` is null or live, and not used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fastio_stream_consumer_free(c: *mut fastio_stream_consumer) {
-    if !c.is_null() {
-        // SAFETY: made by `Box::into_raw` here; not used afterwards.
-        drop(unsafe { Box::from_raw(c) });
-    }
+    // A `Drop` runs here: inside the guard.
+    guard_value((), || {
+        if !c.is_null() {
+            // SAFETY: made by `Box::into_raw` here; not used afterwards.
+            drop(unsafe { Box::from_raw(c) });
+        }
+    })
 }
 
 /// A frame's read-only bytes and their count.
@@ -453,8 +459,11 @@ pub unsafe extern "C" fn fastio_stream_frame_seq(
 /// `f` is null or live, and neither it nor its bytes are used afterwards.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fastio_stream_frame_release(f: *mut fastio_stream_frame) {
-    if !f.is_null() {
-        // SAFETY: made by `Box::into_raw` here; not used afterwards.
-        drop(unsafe { Box::from_raw(f) });
-    }
+    // A `Drop` runs here: inside the guard.
+    guard_value((), || {
+        if !f.is_null() {
+            // SAFETY: made by `Box::into_raw` here; not used afterwards.
+            drop(unsafe { Box::from_raw(f) });
+        }
+    })
 }

@@ -207,12 +207,14 @@ fn a_timeout_stops_the_operator_and_the_others() {
     let (report, _) = run(&yaml, opts);
     assert!(t0.elapsed() < Duration::from_secs(10), "{:?}", t0.elapsed());
     assert_eq!(report.operators[0].outcome, Outcome::TimedOut);
-    assert_eq!(
-        report.failure,
-        Some(Failure::TimedOut {
-            operator: "slow".into(),
-            host: None
-        })
+    // Both ran past the timeout at the same moment: either is the cause.
+    assert!(
+        matches!(
+            &report.failure,
+            Some(Failure::TimedOut { operator, host: None }) if operator == "slow" || operator == "other"
+        ),
+        "{:?}",
+        report.failure
     );
 }
 

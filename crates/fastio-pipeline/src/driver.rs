@@ -22,6 +22,7 @@ use fastio::{Context, ContextOptions};
 
 use crate::hosts::HostLink;
 use crate::report::{Progress, RunReport};
+use crate::run::Run;
 use crate::validate::Pipeline;
 
 /// Environment variable naming the pipeline payload directory (`--input`).
@@ -225,14 +226,7 @@ impl LocalDriver {
 
     /// Runs the pipeline; `progress` sees starts, output lines and ends.
     pub fn run(&self, mut progress: impl FnMut(Progress)) -> Result<RunReport, DriverError> {
-        with_signals(|interrupted| {
-            let t0 = Instant::now();
-            if self.pipeline.plan.streaming.is_some() {
-                self.run_streaming(&mut progress, interrupted, t0, None)
-            } else {
-                self.run_once(&mut progress, interrupted, t0, None)
-            }
-        })
+        with_signals(|interrupted| self.run_with(None, interrupted, &mut progress))
     }
 
     /// Runs this host's part of a pipeline placed on several hosts: the
@@ -252,13 +246,23 @@ impl LocalDriver {
                 hosts: placement.hosts.clone(),
             });
         }
-        with_signals(|interrupted| {
-            if self.pipeline.plan.streaming.is_some() {
-                self.run_streaming(&mut progress, interrupted, Instant::now(), Some(link))
-            } else {
-                self.run_once(&mut progress, interrupted, Instant::now(), Some(link))
-            }
-        })
+        with_signals(|interrupted| self.run_with(Some(link), interrupted, &mut progress))
+    }
+
+    /// One run under the policy its plan asks for: the streaming
+    /// supervisor or the one-shot scheduler.
+    fn run_with<'d>(
+        &'d self,
+        link: Option<&'d mut dyn HostLink>,
+        interrupted: &'d AtomicBool,
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<RunReport, DriverError> {
+        let run = Run::new(self, link, interrupted, Instant::now())?;
+        if self.pipeline.plan.streaming.is_some() {
+            self.supervise(run, progress)
+        } else {
+            self.schedule(run, progress)
+        }
     }
 
     /// Bytes of the shared-memory outputs operator `i` produced.

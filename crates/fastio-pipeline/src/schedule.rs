@@ -5,24 +5,19 @@
 //! outputs are poisoned, every running operator is stopped (SIGTERM, then
 //! SIGKILL after the grace period), and the run ends with its root cause.
 
-use std::sync::atomic::AtomicBool;
-use std::time::Instant;
-
 use crate::driver::{DriverError, LocalDriver};
-use crate::hosts::{Ended, HostLink};
+use crate::hosts::Ended;
 use crate::report::{Outcome, Progress, RunReport};
 use crate::run::Run;
 
 impl LocalDriver {
-    /// Runs a one-shot pipeline (this host's part of it with a `link`).
-    pub(crate) fn run_once<'d>(
-        &'d self,
+    /// Schedules a one-shot run (this host's part of it in a run across
+    /// hosts).
+    pub(crate) fn schedule(
+        &self,
+        mut run: Run<'_>,
         progress: &mut dyn FnMut(Progress),
-        interrupted: &'d AtomicBool,
-        t0: Instant,
-        link: Option<&'d mut dyn HostLink>,
     ) -> Result<RunReport, DriverError> {
-        let mut run = Run::new(self, link, interrupted, t0)?;
         self.prepare(&run.ctx, &|i| run.is_local(i))?;
         run.connect()?;
         let deps: Vec<Vec<usize>> = run

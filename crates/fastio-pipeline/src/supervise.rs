@@ -19,13 +19,12 @@
 //! failure here is told to the other hosts before the streams here are
 //! poisoned.
 
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use fastio::{Context, OperatorStats};
 
 use crate::driver::{DriverError, LocalDriver};
-use crate::hosts::{Ended, HostLink};
+use crate::hosts::Ended;
 use crate::report::{EdgeReport, Outcome, Progress, RunReport, StreamRate, edges_of};
 use crate::run::Run;
 
@@ -33,17 +32,15 @@ use crate::run::Run;
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 impl LocalDriver {
-    /// Runs a streaming pipeline (this host's part of it with a `link`).
-    pub(crate) fn run_streaming<'d>(
-        &'d self,
+    /// Supervises a streaming run (this host's part of it in a run across
+    /// hosts).
+    pub(crate) fn supervise(
+        &self,
+        mut run: Run<'_>,
         progress: &mut dyn FnMut(Progress),
-        interrupted: &'d AtomicBool,
-        t0: Instant,
-        link: Option<&'d mut dyn HostLink>,
     ) -> Result<RunReport, DriverError> {
         let plan = &self.pipeline.plan;
         let streaming = plan.streaming.as_ref().expect("a streaming plan");
-        let mut run = Run::new(self, link, interrupted, t0)?;
         plan.publish(&run.ctx)?;
         // The streams an operator of this host touches (all of them on
         // one host).

@@ -246,6 +246,25 @@ fn split(e: u64) -> Option<(u64, usize)> {
         .map(|seq| (seq, (e & 0xffff) as usize))
 }
 
+/// What a ring's header says of it ([`Ring::init`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Geometry<'s> {
+    /// Frames in flight.
+    pub depth: usize,
+    /// Bytes of one slot.
+    pub slot_size: u64,
+    /// Consumers.
+    pub consumers: usize,
+    /// What a full ring does.
+    pub overflow: Overflow,
+    /// The user's flags word.
+    pub flags: u64,
+    /// The user's element code.
+    pub element: u64,
+    /// The largest shape of a frame.
+    pub max_shape: &'s [usize],
+}
+
 /// The ring's control words, checked (invariant 5).
 pub struct Ring<'a, W = AtomicU64> {
     w: &'a [W],
@@ -289,20 +308,22 @@ impl<W> Clone for Ring<'_, W> {
 impl<W> Copy for Ring<'_, W> {}
 
 impl<'a, W: Word> Ring<'a, W> {
-    /// Writes a fresh header into `w` (zeroed memory that nobody else can
-    /// reach yet).
-    #[allow(clippy::too_many_arguments)]
+    /// Writes a fresh header for `geometry` into `w` (zeroed memory that
+    /// nobody else can reach yet), with `producer` as its producer's word.
     pub fn init(
         w: &'a [W],
-        depth: usize,
-        slot_size: u64,
-        consumers: usize,
-        overflow: Overflow,
-        flags: u64,
-        element: u64,
-        max_shape: &[usize],
+        geometry: &Geometry<'_>,
         producer: u64,
     ) -> Result<Ring<'a, W>, Invalid> {
+        let Geometry {
+            depth,
+            slot_size,
+            consumers,
+            overflow,
+            flags,
+            element,
+            max_shape,
+        } = *geometry;
         let need = control_words(depth, consumers, overflow).ok_or("too many slots")?;
         if depth == 0 || w.len() < need || max_shape.len() > MAX_FRAME_DIMS {
             return Err(format!(

@@ -16,7 +16,7 @@ use loom::sync::Arc;
 use loom::sync::atomic::AtomicU64;
 use loom::thread;
 
-use crate::ring::{Overflow, Poll, Ring, Space, control_words, slot_count};
+use crate::ring::{Geometry, Overflow, Poll, Ring, Space, control_words, slot_count};
 
 /// The value frame `seq` carries.
 fn value(seq: u64) -> u64 {
@@ -42,7 +42,16 @@ impl World {
             consumers,
             overflow,
         };
-        Ring::init(&w.words, depth, 8, consumers, overflow, 0, 0, &[1], 1).unwrap();
+        let geometry = Geometry {
+            depth,
+            slot_size: 8,
+            consumers,
+            overflow,
+            flags: 0,
+            element: 0,
+            max_shape: &[1],
+        };
+        Ring::init(&w.words, &geometry, 1).unwrap();
         Arc::new(w)
     }
 

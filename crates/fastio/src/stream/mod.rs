@@ -455,18 +455,16 @@ impl Context {
         for w in &words[h::DATA_EVENT..=h::SPACE_EVENT] {
             w.store(0, Ordering::Relaxed);
         }
-        Ring::init(
-            words,
-            opts.depth,
-            opts.slot_bytes().unwrap_or(0),
-            opts.consumers,
-            opts.overflow,
+        let geometry = ring::Geometry {
+            depth: opts.depth,
+            slot_size: opts.slot_bytes().unwrap_or(0),
+            consumers: opts.consumers,
+            overflow: opts.overflow,
             flags,
             element,
-            &opts.max_shape,
-            producer,
-        )
-        .map_err(Error::corrupt)?;
+            max_shape: &opts.max_shape,
+        };
+        Ring::init(words, &geometry, producer).map_err(Error::corrupt)?;
         region
             .allocation()
             .publish_in_table(&alloc_name(name), false)?;
