@@ -12,6 +12,7 @@ mod metrics;
 mod params_cmd;
 mod params_output;
 mod pipeline_cmd;
+mod run_cmd;
 mod shm_cmd;
 mod top;
 
@@ -43,7 +44,7 @@ enum Command {
     Pipeline(pipeline_cmd::PipelineCommand),
     /// Run a pipeline: its operators as processes sharing one Fast I/O
     /// context.
-    Run(Box<pipeline_cmd::RunArgs>),
+    Run(Box<run_cmd::RunArgs>),
     /// Watch every live context of this user: memory, operators, streams,
     /// allocations (read-only; `q` quits).
     Top(top::TopArgs),
@@ -93,7 +94,7 @@ fn main() -> ExitCode {
         Command::Shm(cmd) => shm_cmd::run(cmd),
         Command::Params(cmd) => params_cmd::run(cmd),
         Command::Pipeline(cmd) => pipeline_cmd::run_pipeline_cmd(cmd),
-        Command::Run(args) => pipeline_cmd::run(*args),
+        Command::Run(args) => run_cmd::run(*args),
         Command::Top(args) => top::run(args),
     };
     match result {

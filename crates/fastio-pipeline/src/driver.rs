@@ -21,9 +21,9 @@ use fastio::plan::{EntryKind, POISON_PREFIX};
 use fastio::{Context, ContextOptions};
 
 use crate::hosts::HostLink;
+use crate::pipeline::Pipeline;
 use crate::report::{Progress, RunReport};
 use crate::run::Run;
-use crate::validate::Pipeline;
 
 /// Environment variable naming the pipeline payload directory (`--input`).
 pub const PAYLOAD_ENV: &str = "FASTIO_PAYLOAD";

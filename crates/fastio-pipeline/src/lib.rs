@@ -46,6 +46,7 @@ mod failure;
 pub mod hosts;
 mod load;
 pub mod model;
+mod pipeline;
 pub mod placement;
 mod process;
 mod report;
@@ -63,11 +64,12 @@ pub use failure::{Failure, Lost, RootCause};
 pub use fastio::plan::{STREAM_ENV_PREFIX, stream_env};
 pub use hosts::{Ended, HostLink, LinkEvent};
 pub use load::{Diagnostic, MAX_DEFINITION_BYTES, Severity};
+pub use pipeline::{InputDef, IoType, OperatorDef, OutputDef, Pipeline};
 pub use placement::{Crossing, DEFAULT_HOST, Placement};
 pub use report::{
     EdgeReport, OperatorReport, Outcome, Progress, RunReport, SNAPSHOT_EVERY, StreamRate,
 };
-pub use validate::{InputDef, IoType, MAX_NAME_LEN, OperatorDef, OutputDef, Pipeline};
+pub use validate::MAX_NAME_LEN;
 
 /// A checked pipeline definition and the warnings about it.
 #[derive(Debug, Clone)]

@@ -20,7 +20,7 @@ use serde_saphyr::Spanned;
 
 use crate::load::Report;
 use crate::model::PlacementDoc;
-use crate::validate::OperatorDef;
+use crate::pipeline::OperatorDef;
 
 /// The host of operators that `placement:` does not name.
 pub const DEFAULT_HOST: &str = "main";

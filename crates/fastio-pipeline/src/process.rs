@@ -16,9 +16,9 @@ use fastio::plan::stream_env;
 use fastio::{CONTEXT_ENV, OPERATOR_ENV};
 
 use crate::driver::{DriverError, LocalDriver, OUTPUT_ENV, PAYLOAD_ENV, io_err};
+use crate::pipeline::{IoType, Pipeline};
 use crate::report::{OperatorReport, Outcome, Progress};
 use crate::sys;
-use crate::validate::{IoType, Pipeline};
 
 /// How long an exited operator's output is drained before its exit is
 /// reported.

@@ -22,10 +22,10 @@ use fastio::{Context, LoopEnd};
 use crate::driver::{DriverError, LocalDriver};
 use crate::failure::{Failure, RootCause};
 use crate::hosts::{Ended, HostLink, LinkEvent};
+use crate::pipeline::OperatorDef;
 use crate::process::{Dirs, Event, Running, account, late_lines, line};
 use crate::report::{EdgeReport, OperatorReport, Outcome, Progress, RunReport, SNAPSHOT_EVERY};
 use crate::snapshot;
-use crate::validate::OperatorDef;
 
 /// How long a wait for the next event lasts at most (timeouts, signals and
 /// snapshots are looked at in between).

@@ -18,7 +18,7 @@ use serde_saphyr::Spanned;
 
 use crate::load::Report;
 use crate::model::{OperatorDoc, StreamingDoc};
-use crate::validate::{IoType, OperatorDef};
+use crate::pipeline::{IoType, OperatorDef};
 
 /// Largest depth.
 pub const MAX_DEPTH: i64 = 4096;

@@ -199,7 +199,7 @@ impl Allocation {
     ///
     /// [`Context::wait_for`]: crate::Context::wait_for
     pub fn publish(&self, name: &str) -> Result<()> {
-        crate::stream::refuse_reserved(name)?;
+        crate::names::refuse_reserved(name)?;
         self.publish_in_table(name, false)?;
         // Wake processes waiting for a name (`Context::wait_for`).
         self.names_changed()
@@ -217,7 +217,7 @@ impl Allocation {
     /// assert_eq!(&ctx.map("frame").unwrap()[..], b"data");
     /// ```
     pub fn publish_and_release(mut self, name: &str) -> Result<()> {
-        crate::stream::refuse_reserved(name)?;
+        crate::names::refuse_reserved(name)?;
         self.publish_in_table(name, true)?;
         self.held = false;
         self.names_changed()

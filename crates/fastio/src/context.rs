@@ -344,7 +344,7 @@ impl Context {
     /// A new local reference to the allocation published as `name`, with
     /// a copy of the published type and dimensions.
     pub fn get(&self, name: &str) -> Result<Allocation> {
-        crate::stream::refuse_reserved(name)?;
+        crate::names::refuse_reserved(name)?;
         self.get_any(name)
     }
 
@@ -365,7 +365,7 @@ impl Context {
     /// of the context lock and given back in one when dropped (the
     /// steady-state path of an operator reading an input).
     pub fn map(&self, name: &str) -> Result<MappedPublished> {
-        crate::stream::refuse_reserved(name)?;
+        crate::names::refuse_reserved(name)?;
         let (id, size, (element, dims), off) = self.shared.with_table_retry(|l| {
             let types = &mut *l.types;
             let (id, size, meta) = l.t.get_named(name, l.me, |slot, target, text, dims| {

@@ -3,8 +3,11 @@
 //! `PROT_READ` view and participant), the context mutex around the shared
 //! tables (`with_table`, with recovery when the previous holder died), the
 //! cache of parsed published types, and bounds-checked heap pointers.
-//! `allocation`, `mapping`, `ops` and `stream` build on it; none of them
-//! imports the facade's module.
+//! `allocation`, `mapping` and `ops` build on it and none of them imports
+//! the facade's module. `stream` does, on purpose: a stream handle keeps
+//! its [`Context`](crate::Context) alive, and the facade's stream methods
+//! live with the streams (`stream/context.rs`, every `impl Context` for
+//! streams); it reaches the tables only through this engine.
 
 use std::sync::{Mutex, PoisonError};
 

@@ -11,6 +11,22 @@ use crate::error::{Error, Result};
 use crate::layout::{MAX_DIMS, MAX_NAME_LEN, MAX_TYPE_LEN, hdr};
 use crate::table::{ACTIVE, AllocId, Table, rec};
 
+/// Names of streams' allocations start with this; the table API
+/// ([`Context::get`], [`Context::map`], `publish`) refuses them, so only
+/// stream handles reach a ring.
+pub const STREAM_PREFIX: &str = "fastio.stream/";
+
+/// The error for a name in the streams' namespace, used by the table API.
+pub(crate) fn refuse_reserved(name: &str) -> Result<()> {
+    if name.starts_with(STREAM_PREFIX) {
+        return Err(Error::InvalidName {
+            name: name.to_owned(),
+            reason: "names starting with \"fastio.stream/\" belong to streams",
+        });
+    }
+    Ok(())
+}
+
 /// Name slot state: never used since the last cleanup (ends probes).
 pub(crate) const EMPTY: u32 = 0;
 /// Name slot state: a visible name.

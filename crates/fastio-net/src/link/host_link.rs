@@ -1,0 +1,121 @@
+//! [`HostLink`] for [`ZenohLink`]: what the driver calls, and closing.
+
+use super::*;
+
+impl HostLink for ZenohLink {
+    fn host(&self) -> &str {
+        &self.opts.host
+    }
+
+    fn start(&mut self, ctx: &Context) -> Result<(), String> {
+        self.join(ctx)
+    }
+
+    fn events(&self) -> Receiver<LinkEvent> {
+        self.events.clone()
+    }
+
+    fn operator_started(&mut self, op: usize) {
+        let name = self.inner.pipeline.operators[op].name.clone();
+        if let Some(s) = &self.session
+            && let Ok(t) = s
+                .liveliness()
+                .declare_token(format!(
+                    "{}/op/{}/{name}",
+                    self.inner.prefix, self.opts.host
+                ))
+                .wait()
+        {
+            self.op_tokens.insert(op, t);
+        }
+        self.say(&Status::Started(name));
+    }
+
+    fn operator_finished(&mut self, ctx: &Context, op: usize, ended: Ended<'_>) {
+        let name = self.inner.pipeline.operators[op].name.clone();
+        self.inner.lock().finished.insert(op);
+        match ended {
+            Ended::Succeeded => {
+                // A stream's frames went while it ran (its end with it).
+                let outputs = &self.inner.pipeline.plan.operators[op].outputs;
+                for (_, e) in outputs.clone() {
+                    if self.inner.pipeline.plan.streaming.is_none() {
+                        self.export(ctx, e);
+                    }
+                }
+                self.say(&Status::Succeeded(name));
+            }
+            Ended::Failed(failure) => self.say(&Status::Failed {
+                op: name,
+                why: failure.to_json(),
+            }),
+            // Stopped because the run stops: the cause is told elsewhere.
+            Ended::Stopped => {}
+        }
+        self.op_tokens.remove(&op);
+    }
+
+    fn finish(&mut self, failure: Option<&Failure>, interrupted: &AtomicBool) -> Option<Failure> {
+        self.session.as_ref()?;
+        self.say(&Status::Done(failure.map(Failure::to_json)));
+        let here = self.opts.host.clone();
+        loop {
+            let waiting = {
+                let st = self.inner.lock();
+                self.inner
+                    .pipeline
+                    .placement
+                    .hosts
+                    .iter()
+                    .any(|h| *h != here && !st.done.contains_key(h) && !st.lost.contains(h))
+            };
+            if !waiting || interrupted.load(Ordering::Relaxed) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.stop.store(true, Ordering::Relaxed);
+        self.inner.lock().failure.get().cloned()
+    }
+}
+
+/// How long closing the session may wait for peers to hear it.
+pub(super) const CLOSE_TIMEOUT: Duration = Duration::from_millis(300);
+
+impl Drop for ZenohLink {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.op_tokens.clear();
+        self.host_token = None;
+        self.subscribers.clear();
+        if let Some(s) = self.session.take() {
+            // Closing says goodbye to every peer; one that is gone (a cut
+            // link) never answers, and Zenoh would wait 10 s for it by
+            // default: the run is over, so the host's exit does not wait.
+            // Zenoh's own close timeout is not public: the close runs in a
+            // thread of its own, waited for at most CLOSE_TIMEOUT (it ends
+            // by itself within Zenoh's 10 s).
+            let (done, closed) = crossbeam_channel::bounded::<()>(1);
+            let closing = std::thread::Builder::new()
+                .name("fastio-net close".into())
+                .spawn(move || {
+                    let _ = s.close().wait();
+                    let _ = done.send(());
+                });
+            if closing.is_ok() {
+                let _ = closed.recv_timeout(CLOSE_TIMEOUT);
+            }
+        }
+        // Workers see the stop, or their channel close, within 100 ms;
+        // a sender blocked on a gone host is released by the close.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        for w in self.workers.drain(..) {
+            while !w.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if w.is_finished() {
+                let _ = w.join();
+            }
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! Joining a run: publishers, subscribers, liveliness, the streams that
+//! cross hosts, and waiting for every host.
+
+use super::*;
+
+impl ZenohLink {
+    pub(super) fn join(&mut self, ctx: &Context) -> Result<(), String> {
+        let inner = self.inner.clone();
+        let p = &inner.pipeline;
+        let prefix = inner.prefix.clone();
+        let here_name = self.opts.host.clone();
+        let session = zenoh::open(self.opts.zenoh_config()?)
+            .wait()
+            .map_err(|e| format!("zenoh: cannot open a session: {e}"))?;
+        // 1. Publishers: status, and each entry produced here that another
+        //    host reads.
+        // Every publisher of ours: reliable, blocking when the link is
+        // full (back-pressure, never a dropped piece), sent at once.
+        let publisher = |key: String| {
+            session
+                .declare_publisher(key)
+                .congestion_control(CongestionControl::Block)
+                .express(true)
+                .wait()
+                .map(Arc::new)
+                .map_err(|e| format!("zenoh: {e}"))
+        };
+        self.status = Some(publisher(format!("{prefix}/status/{here_name}"))?);
+        let streaming = p.plan.streaming.is_some();
+        if streaming {
+            // Streams: their publishers, subscribers and workers.
+            self.declare_streams(&session, ctx, &publisher)?;
+        }
+        for c in p.placement.crossings(&p.plan) {
+            if c.from == inner.here && !streaming {
+                let key = &p.plan.entries[c.entry].key;
+                let entry = publisher(format!("{prefix}/entry/{key}"))?;
+                self.entry_pubs.insert(c.entry, entry);
+            }
+        }
+        // 2. Subscribers: every host's status, and each entry read here
+        //    whose producer is elsewhere.
+        let i2 = inner.clone();
+        let status_prefix = format!("{prefix}/status/");
+        let here2 = here_name.clone();
+        let sub = session
+            .declare_subscriber(format!("{prefix}/status/*"))
+            .callback(move |s: Sample| {
+                let Some(host) = s.key_expr().as_str().strip_prefix(&status_prefix) else {
+                    return;
+                };
+                if host == here2 {
+                    return;
+                }
+                if let Ok(status) = Status::decode(&s.payload().to_bytes()) {
+                    i2.on_status(host, status);
+                }
+            })
+            .wait()
+            .map_err(|e| format!("zenoh: {e}"))?;
+        self.subscribers.push(sub);
+        for c in p.placement.crossings(&p.plan) {
+            if !c.to.contains(&inner.here) || streaming {
+                continue;
+            }
+            let (tx, rx) = bounded::<(ChunkHeader, ZBytes)>(1);
+            let import = Arc::new(Import {
+                inner: inner.clone(),
+                ctx: ctx.clone(),
+                entry: c.entry,
+                from: p.placement.hosts[c.from].clone(),
+                status: self.status.clone(),
+                stop: self.stop.clone(),
+                begun: AtomicBool::new(false),
+                receiving: Mutex::new(None),
+            });
+            let here_import = import.clone();
+            let sub = session
+                .declare_subscriber(format!("{prefix}/entry/{}", p.plan.entries[c.entry].key))
+                .callback(move |s: Sample| {
+                    let header = s
+                        .attachment()
+                        .ok_or_else(|| "a piece without its header".to_owned())
+                        .and_then(|a| {
+                            ChunkHeader::decode(&a.to_bytes()).map_err(|e| e.to_string())
+                        });
+                    let h = match header {
+                        Ok(h) => h,
+                        // Whatever it was, the entry cannot be trusted
+                        // to arrive whole: fail it rather than wait.
+                        Err(why) => {
+                            here_import.fail(format!("a piece with a bad header: {why}"));
+                            return;
+                        }
+                    };
+                    let payload = s.payload();
+                    // A sending of one message is received here, at once;
+                    // a larger one is announced to the importer's thread,
+                    // which makes room, and its pieces are placed here.
+                    let whole = h.offset == 0 && payload.len() as u64 == h.total;
+                    if whole && !here_import.begun.swap(true, Ordering::AcqRel) {
+                        if let Err(why) = here_import.whole(&h, payload) {
+                            here_import.fail(why);
+                        }
+                    } else if h.offset == 0 && !here_import.begun.swap(true, Ordering::AcqRel) {
+                        // An announcement: the importer's thread makes room.
+                        let _ = tx.send((h, payload.clone()));
+                    } else if let Err(why) = here_import.piece(&h, payload) {
+                        here_import.fail(why);
+                    }
+                })
+                .wait()
+                .map_err(|e| format!("zenoh: {e}"))?;
+            self.subscribers.push(sub);
+            let worker = Importer { import, rx };
+            self.workers.push(std::thread::spawn(move || worker.run()));
+        }
+        // 3. Liveliness: hosts and operators (with what is there already).
+        let watch: [(&str, TokenHandler); 2] =
+            [("host", Inner::on_host_token), ("op", Inner::on_op_token)];
+        for (kind, on) in watch {
+            let i3 = inner.clone();
+            let under = format!("{prefix}/{kind}/");
+            let sub = session
+                .liveliness()
+                .declare_subscriber(format!("{under}**"))
+                .history(true)
+                .callback(move |s: Sample| {
+                    if let Some(k) = s.key_expr().as_str().strip_prefix(&under) {
+                        on(&i3, k, s.kind());
+                    }
+                })
+                .wait()
+                .map_err(|e| format!("zenoh: {e}"))?;
+            self.subscribers.push(sub);
+        }
+        // 4. Our own token, last.
+        let token = session
+            .liveliness()
+            .declare_token(format!("{prefix}/host/{here_name}"))
+            .wait()
+            .map_err(|e| format!("zenoh: {e}"))?;
+        self.host_token = Some(token);
+        self.session = Some(session);
+        // Judges vanished hosts until the run stops.
+        let (i5, stop) = (inner.clone(), self.stop.clone());
+        self.workers.push(std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                i5.check_vanished();
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }));
+        // Every host must be there before anything starts.
+        let deadline = Instant::now() + self.opts.join_timeout;
+        loop {
+            let missing: Vec<String> = {
+                let st = inner.lock();
+                p.placement
+                    .hosts
+                    .iter()
+                    .filter(|h| **h != here_name && !st.joined.contains(*h))
+                    .cloned()
+                    .collect()
+            };
+            if missing.is_empty() {
+                for work in self.pending.drain(..) {
+                    self.workers.push(std::thread::spawn(work));
+                }
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "host {here_name}: {} of pipeline {} did not join run {} within {:.0?} (connect: {}; listen: {})",
+                    if missing.len() == 1 {
+                        format!("host {}", missing[0])
+                    } else {
+                        format!("hosts {}", missing.join(", "))
+                    },
+                    p.name,
+                    self.opts.run_id,
+                    self.opts.join_timeout,
+                    if self.opts.connect.is_empty() {
+                        "-".into()
+                    } else {
+                        self.opts.connect.join(" ")
+                    },
+                    if self.opts.listen.is_empty() {
+                        "-".into()
+                    } else {
+                        self.opts.listen.join(" ")
+                    },
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Streams that cross hosts ([`crate::streams`]): on the producing
+    /// host a publisher and a credit subscriber per consuming host, on a
+    /// consuming host a subscriber and a credit publisher. The local
+    /// streams' handles are taken now, before any operator starts; the
+    /// forwarders and bridges start once every host has joined.
+    pub(super) fn declare_streams(
+        &mut self,
+        session: &Session,
+        ctx: &Context,
+        publisher: &dyn Fn(String) -> Result<Arc<Publisher<'static>>, String>,
+    ) -> Result<(), String> {
+        let inner = self.inner.clone();
+        let p = &inner.pipeline;
+        let prefix = &inner.prefix;
+        let here = inner.here;
+        let here_name = &p.placement.hosts[here];
+        let window = p
+            .plan
+            .streaming
+            .as_ref()
+            .map_or(1, |s| u64::from(s.depth.max(1)));
+        for c in p.placement.crossings(&p.plan) {
+            let e = &p.plan.entries[c.entry];
+            let fail = |x: fastio::Error| format!("stream {}: {x}", e.name);
+            // Consumer indices of the stream whose operator is on host h.
+            let indices_on = |h: usize| -> Vec<usize> {
+                (0..e.consumers.len())
+                    .filter(|&k| p.placement.host_of[e.consumers[k]] == h)
+                    .collect()
+            };
+            if c.from == here {
+                for &h in &c.to {
+                    let to = p.placement.hosts[h].clone();
+                    let indices = indices_on(h);
+                    let Some((&first, rest)) = indices.split_first() else {
+                        continue;
+                    };
+                    let consumer = ctx.stream_consumer(&e.key, first).map_err(fail)?;
+                    // The frame crosses once: that host's other indices
+                    // are detached here (its bridge feeds them there).
+                    for &k in rest {
+                        drop(ctx.stream_consumer(&e.key, k).map_err(fail)?);
+                    }
+                    let credit = Arc::new(Credit::default());
+                    let c2 = credit.clone();
+                    let sub = session
+                        .declare_subscriber(format!("{prefix}/credit/{}/{to}", e.key))
+                        .callback(move |s: Sample| {
+                            if let Ok(n) = decode_credit(&s.payload().to_bytes()) {
+                                c2.update(n);
+                            }
+                        })
+                        .wait()
+                        .map_err(|x| format!("zenoh: {x}"))?;
+                    self.subscribers.push(sub);
+                    let forwarder = Forwarder {
+                        inner: inner.clone(),
+                        entry: c.entry,
+                        publisher: publisher(format!("{prefix}/stream/{}/{to}", e.key))?,
+                        to,
+                        consumer,
+                        credit,
+                        window,
+                        stop: self.stop.clone(),
+                    };
+                    self.pending.push(Box::new(move || forwarder.run()));
+                }
+            } else if c.to.contains(&here) {
+                let producer = ctx.stream_producer(&e.key).map_err(fail)?;
+                // Consumers placed elsewhere are fed there.
+                for k in 0..e.consumers.len() {
+                    if p.placement.host_of[e.consumers[k]] != here {
+                        drop(ctx.stream_consumer(&e.key, k).map_err(fail)?);
+                    }
+                }
+                let (tx, rx) = bounded::<Incoming>(window as usize + 2);
+                let overrun = Arc::new(AtomicBool::new(false));
+                let o2 = overrun.clone();
+                let sub = session
+                    .declare_subscriber(format!("{prefix}/stream/{}/{here_name}", e.key))
+                    .callback(move |s: Sample| {
+                        let msg = s
+                            .attachment()
+                            .ok_or_else(|| "a stream message without its header".to_owned())
+                            .and_then(|a| {
+                                StreamMsg::decode(&a.to_bytes()).map_err(|x| x.to_string())
+                            });
+                        let item = msg.map(|m| (m, s.payload().clone()));
+                        // Never waits: the credit bounds what is queued.
+                        if let Err(TrySendError::Full(_)) = tx.try_send(item) {
+                            o2.store(true, Ordering::Relaxed);
+                        }
+                    })
+                    .wait()
+                    .map_err(|x| format!("zenoh: {x}"))?;
+                self.subscribers.push(sub);
+                let bridge = Bridge {
+                    inner: inner.clone(),
+                    entry: c.entry,
+                    from: p.placement.hosts[c.from].clone(),
+                    producer,
+                    rx,
+                    overrun,
+                    credit: publisher(format!("{prefix}/credit/{}/{here_name}", e.key))?,
+                    stop: self.stop.clone(),
+                };
+                self.pending.push(Box::new(move || bridge.run()));
+            }
+        }
+        Ok(())
+    }
+}

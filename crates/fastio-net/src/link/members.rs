@@ -1,0 +1,261 @@
+//! Membership and blame: what the Zenoh callbacks and the driver's side
+//! share ([`Inner`], its [`State`]), the other hosts' status lines and
+//! liveliness tokens, and who is gone with what (the root cause a vanished
+//! host is).
+
+use super::*;
+
+/// How long after a host's token vanished its last status lines may
+/// still arrive before it is judged gone.
+pub(super) const GRACE: Duration = Duration::from_millis(500);
+
+/// What a liveliness subscriber calls with a token's key (after the kind's
+/// prefix) and whether it appeared or vanished.
+pub(super) type TokenHandler = fn(&Inner, &str, SampleKind);
+
+/// What the Zenoh callbacks and the driver's side share.
+#[derive(Default)]
+pub(crate) struct State {
+    /// Hosts whose token is there now.
+    pub(super) alive: BTreeSet<String>,
+    /// Hosts whose token was ever seen.
+    pub(super) joined: BTreeSet<String>,
+    /// Operators (by `host/op`) whose token is there now.
+    pub(super) running: BTreeSet<String>,
+    /// Operators (by `host/op`) whose token was ever there.
+    pub(super) started: BTreeSet<String>,
+    /// Hosts that ended their part, with their root cause.
+    pub(super) done: BTreeMap<String, Option<Failure>>,
+    /// Remote operators that said they succeeded.
+    pub(super) succeeded: BTreeSet<usize>,
+    /// Operators that ended, here or elsewhere.
+    pub(super) finished: BTreeSet<usize>,
+    /// Entries received and published here (streams: ended here, with
+    /// the frames placed).
+    pub(crate) imported: BTreeMap<usize, u64>,
+    /// Hosts that have room for an announced entry, by entry.
+    pub(super) ready: BTreeMap<usize, BTreeSet<String>>,
+    /// Remote operators already reported done to the driver.
+    pub(super) reported: BTreeSet<usize>,
+    /// Hosts found gone before they were done.
+    pub(super) lost: BTreeSet<String>,
+    /// Hosts whose token vanished, and when (judged after [`GRACE`]).
+    pub(super) vanished: BTreeMap<String, Instant>,
+    /// The root cause of what failed elsewhere.
+    pub(super) failure: RootCause,
+}
+
+pub(crate) struct Inner {
+    pub(crate) pipeline: Pipeline,
+    /// This host (index into the placement's hosts).
+    pub(crate) here: usize,
+    pub(super) prefix: String,
+    pub(super) state: Mutex<State>,
+    /// Signalled when a host says it is ready for an entry, or is gone.
+    pub(super) changed: Condvar,
+    pub(crate) events: Sender<LinkEvent>,
+}
+
+impl Inner {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(super) fn op_index(&self, name: &str) -> Option<usize> {
+        self.pipeline
+            .operators
+            .iter()
+            .position(|o| o.name.eq_ignore_ascii_case(name))
+    }
+
+    /// Entries of operator `op` that an operator of this host reads.
+    pub(super) fn consumed_here(&self, op: usize) -> Vec<usize> {
+        let p = &self.pipeline;
+        p.plan.operators[op]
+            .outputs
+            .iter()
+            .map(|(_, e)| *e)
+            .filter(|&e| {
+                p.plan.entries[e]
+                    .consumers
+                    .iter()
+                    .any(|&c| p.placement.host_of[c] == self.here)
+            })
+            .collect()
+    }
+
+    /// Tells the driver that remote `op` is done once every entry of it read
+    /// here has arrived (or, when it has none, once it said it succeeded).
+    pub(super) fn maybe_ready(&self, st: &mut State, op: usize) {
+        if st.reported.contains(&op) {
+            return;
+        }
+        let need = self.consumed_here(op);
+        // An entry is only sent once its producer has succeeded: having
+        // all of them is news enough (no need to wait for the status).
+        let said = st.succeeded.contains(&op) || !need.is_empty();
+        if said && need.iter().all(|e| st.imported.contains_key(e)) {
+            st.reported.insert(op);
+            let bytes = need.iter().filter_map(|e| st.imported.get(e)).sum();
+            let _ = self.events.send(LinkEvent::RemoteSucceeded { op, bytes });
+        }
+    }
+
+    pub(super) fn on_status(&self, host: &str, status: Status) {
+        let mut st = self.lock();
+        match status {
+            Status::Started(_) | Status::Received(_) => {}
+            Status::Ready(key) => {
+                if let Some(e) = self.pipeline.plan.entries.iter().position(|e| e.key == key) {
+                    st.ready.entry(e).or_default().insert(host.to_owned());
+                    self.changed.notify_all();
+                }
+            }
+            Status::Succeeded(name) => {
+                if let Some(op) = self.op_index(&name) {
+                    st.succeeded.insert(op);
+                    st.finished.insert(op);
+                    self.maybe_ready(&mut st, op);
+                }
+            }
+            Status::Failed { op: name, why } => {
+                if let Some(op) = self.op_index(&name) {
+                    st.finished.insert(op);
+                    let failure = read_failure(host, &why);
+                    st.failure.note(failure.clone());
+                    let _ = self.events.send(LinkEvent::RemoteFailed { op, failure });
+                }
+            }
+            Status::Done(outcome) => {
+                let outcome = outcome.map(|why| read_failure(host, &why));
+                if let Some(failure) = &outcome {
+                    // The run failed there: stop here too.
+                    st.failure.note(failure.clone());
+                    let _ = self.events.send(LinkEvent::Failed {
+                        failure: failure.clone(),
+                    });
+                }
+                st.done.insert(host.to_owned(), outcome);
+            }
+        }
+    }
+
+    pub(super) fn on_host_token(&self, host: &str, kind: SampleKind) {
+        let mut st = self.lock();
+        match kind {
+            SampleKind::Put => {
+                st.alive.insert(host.to_owned());
+                st.joined.insert(host.to_owned());
+                st.vanished.remove(host);
+            }
+            SampleKind::Delete => {
+                st.alive.remove(host);
+                if host != self.pipeline.placement.hosts[self.here] {
+                    // Its last status lines may still be on the way (a
+                    // token's end travels ahead of data): judge it after
+                    // a grace period ([`Inner::check_vanished`]).
+                    st.vanished.insert(host.to_owned(), Instant::now());
+                }
+            }
+        }
+    }
+
+    /// Hosts whose token vanished more than [`GRACE`] ago: gone, unless
+    /// they said they were done and nothing of theirs is still due here.
+    pub(super) fn check_vanished(&self) {
+        let mut st = self.lock();
+        let due: Vec<String> = st
+            .vanished
+            .iter()
+            .filter(|(_, at)| at.elapsed() >= GRACE)
+            .map(|(h, _)| h.clone())
+            .collect();
+        for host in due {
+            st.vanished.remove(&host);
+            if let Some(lost) = self.blame(&st, &host) {
+                st.lost.insert(host.clone());
+                self.changed.notify_all();
+                let op = lost.operator().and_then(|n| self.op_index(n));
+                let failure = Failure::HostGone {
+                    host: host.clone(),
+                    lost,
+                };
+                st.failure.note(failure.clone());
+                if let Some(op) = op {
+                    st.finished.insert(op);
+                    let _ = self.events.send(LinkEvent::RemoteFailed { op, failure });
+                } else {
+                    let _ = self.events.send(LinkEvent::Failed { failure });
+                }
+            }
+        }
+    }
+
+    /// What this host loses with `host` gone: `None` when nothing (it said
+    /// it was done and nothing of it is still due here), else the first of:
+    /// an operator of it still running (started, never said how it ended),
+    /// an entry of it still due here, an operator of it not finished.
+    pub(super) fn blame(&self, st: &State, host: &str) -> Option<Lost> {
+        let p = &self.pipeline;
+        let on_host = |i: usize| p.placement.host_name(i) == host;
+        let name = |i: usize| p.operators[i].name.clone();
+        let running = (0..p.operators.len()).find(|&i| {
+            on_host(i)
+                && !st.finished.contains(&i)
+                && st
+                    .started
+                    .contains(&format!("{host}/{}", p.operators[i].name))
+        });
+        if let Some(i) = running {
+            return Some(Lost::Running { operator: name(i) });
+        }
+        let due = p.placement.crossings(&p.plan).into_iter().find(|c| {
+            p.placement.hosts[c.from] == host
+                && c.to.contains(&self.here)
+                && !st.imported.contains_key(&c.entry)
+        });
+        if let Some(c) = due {
+            let e = &p.plan.entries[c.entry];
+            return Some(Lost::Entry {
+                operator: name(e.producer),
+                entry: e.name.clone(),
+            });
+        }
+        if st.done.contains_key(host) {
+            return None;
+        }
+        Some(
+            match (0..p.operators.len()).find(|&i| on_host(i) && !st.finished.contains(&i)) {
+                Some(i) => Lost::Unfinished { operator: name(i) },
+                None => Lost::Nothing,
+            },
+        )
+    }
+
+    pub(super) fn on_op_token(&self, key: &str, kind: SampleKind) {
+        let mut st = self.lock();
+        match kind {
+            SampleKind::Put => {
+                st.started.insert(key.to_owned());
+                st.running.insert(key.to_owned())
+            }
+            SampleKind::Delete => st.running.remove(key),
+        };
+    }
+
+    pub(crate) fn host_gone(&self, host: &str) -> bool {
+        self.lock().lost.contains(host)
+    }
+}
+
+/// A failure another host sent (one line of JSON), naming that host for
+/// an operator's failure; one that cannot be read is that host's failure.
+pub(super) fn read_failure(host: &str, json: &str) -> Failure {
+    match Failure::from_json(json) {
+        Ok(f) => f.on_host(host),
+        Err(e) => Failure::HostFailed {
+            host: host.to_owned(),
+            error: format!("it sent a failure that cannot be read ({e})"),
+        },
+    }
+}

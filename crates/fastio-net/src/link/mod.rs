@@ -1,0 +1,139 @@
+//! [`ZenohLink`]: the [`HostLink`] of one host, over Eclipse Zenoh.
+//!
+//! Key expressions of a run (`<run>` is `fastio/<pipeline>/<run id>`):
+//!
+//! | key | what |
+//! |---|---|
+//! | `<run>/host/<host>` | liveliness token of each host's driver |
+//! | `<run>/op/<host>/<operator>` | liveliness token of each running operator |
+//! | `<run>/status/<host>` | the host's [`Status`] lines |
+//! | `<run>/entry/<operator>/<output>` | the pieces of an entry ([`ChunkHeader`]) |
+//! | `<run>/stream/<operator>/<output>/<host>` | the frames of a stream for one consuming host ([`StreamMsg`], `streams.rs`) |
+//! | `<run>/credit/<operator>/<output>/<host>` | frames that host has placed in its stream (u64, little-endian) |
+//!
+//! Joining: a host declares its publishers, then its subscribers, then its
+//! liveliness subscribers, and last its own host token; it starts when it
+//! has seen every host's token. Zenoh sends one session's declarations in
+//! order, so a host whose token is seen has its subscribers declared: no
+//! piece is sent before its reader exists.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender, TrySendError, bounded, unbounded};
+use fastio::Context;
+use fastio::plan::EntryKind;
+use fastio_pipeline::{Ended, Failure, HostLink, LinkEvent, Lost, Pipeline, RootCause};
+use zenoh::Wait;
+use zenoh::bytes::ZBytes;
+use zenoh::liveliness::LivelinessToken;
+use zenoh::pubsub::{Publisher, Subscriber};
+use zenoh::qos::CongestionControl;
+use zenoh::sample::{Sample, SampleKind};
+use zenoh::session::Session;
+
+use crate::streams::{Bridge, Credit, Forwarder, Incoming};
+use crate::wire::{CHUNK_BYTES, ChunkHeader, Status, StreamMsg, decode_credit, entry_bytes};
+
+mod host_link;
+mod join;
+mod keys;
+mod members;
+mod options;
+mod receive;
+mod send;
+
+pub use keys::{run_prefix, valid_run_id};
+pub(crate) use members::Inner;
+pub use options::NetOptions;
+
+use members::*;
+use receive::*;
+
+/// One host's link to the others of a run (see the module docs for the
+/// keys). Made by [`ZenohLink::new`]; the driver calls the rest
+/// ([`fastio_pipeline::LocalDriver::run_on_host`]).
+pub struct ZenohLink {
+    opts: NetOptions,
+    inner: Arc<Inner>,
+    events: Receiver<LinkEvent>,
+    session: Option<Session>,
+    status: Option<Arc<Publisher<'static>>>,
+    entry_pubs: BTreeMap<usize, Arc<Publisher<'static>>>,
+    subscribers: Vec<Subscriber<()>>,
+    host_token: Option<LivelinessToken>,
+    op_tokens: BTreeMap<usize, LivelinessToken>,
+    workers: Vec<JoinHandle<()>>,
+    /// Forwarders and bridges of streams, started once every host joined.
+    pending: Vec<Box<dyn FnOnce() + Send>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for ZenohLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZenohLink")
+            .field("host", &self.opts.host)
+            .field("prefix", &self.inner.prefix)
+            .finish()
+    }
+}
+
+impl ZenohLink {
+    /// A link for `opts.host` in a run of `pipeline` (not connected yet:
+    /// the driver starts it). Fails when the host is not one of the
+    /// pipeline's or the run id is not a name.
+    pub fn new(pipeline: &Pipeline, opts: NetOptions) -> Result<ZenohLink, String> {
+        let here = pipeline.placement.host_index(&opts.host).ok_or_else(|| {
+            format!(
+                "host {:?} runs no operator of this pipeline (its hosts: {})",
+                opts.host,
+                pipeline.placement.hosts.join(", ")
+            )
+        })?;
+        if !valid_run_id(&opts.run_id) {
+            return Err(format!(
+                "run id {:?} must be 1 to 63 characters of a-z 0-9 _ -",
+                opts.run_id
+            ));
+        }
+        // Zenoh's own log, when RUST_LOG asks for it (to stderr).
+        zenoh::try_init_log_from_env();
+        let (tx, rx) = unbounded();
+        Ok(ZenohLink {
+            inner: Arc::new(Inner {
+                pipeline: pipeline.clone(),
+                here,
+                prefix: run_prefix(&pipeline.name, &opts.run_id),
+                state: Mutex::new(State::default()),
+                changed: Condvar::new(),
+                events: tx,
+            }),
+            opts,
+            events: rx,
+            session: None,
+            status: None,
+            entry_pubs: BTreeMap::new(),
+            subscribers: Vec::new(),
+            host_token: None,
+            op_tokens: BTreeMap::new(),
+            workers: Vec::new(),
+            pending: Vec::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// The key prefix of this run.
+    pub fn prefix(&self) -> &str {
+        &self.inner.prefix
+    }
+
+    fn say(&self, status: &Status) {
+        if let Some(p) = &self.status {
+            let _ = p.put(status.encode()).wait();
+        }
+    }
+}
