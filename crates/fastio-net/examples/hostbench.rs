@@ -144,7 +144,7 @@ fn zraw(a: &Args) -> Result {
     use zenoh::Wait;
     let z = |e: zenoh::Error| e.to_string();
     let o = net_options(a);
-    let session = zenoh::open(o.zenoh_config()?).wait().map_err(z)?;
+    let session = zenoh::open(o.zenoh_config().map_err(|e| e.to_string())?).wait().map_err(z)?;
     let buf = vec![7u8; a.bytes.max(a.back)];
     let (mine, theirs, len) = if a.role == "a" {
         ("bench/ping", "bench/pong", a.bytes)
@@ -279,8 +279,8 @@ fn zenoh(a: &Args) -> Result {
     .map_err(err)?;
     let stop = AtomicBool::new(false);
     let o = net_options(a);
-    let mut link = ZenohLink::new(p, o)?;
-    link.start(&ctx)?;
+    let mut link = ZenohLink::new(p, o).map_err(|e| e.to_string())?;
+    link.start(&ctx).map_err(|e| e.to_string())?;
     let u8s = || dtype::Type::primitive(dtype::Primitive::UInt8);
     for rep in 0..a.reps {
         let (pk, qk) = (format!("p{rep}"), format!("q{rep}"));

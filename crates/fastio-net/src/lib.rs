@@ -27,10 +27,12 @@
 #![forbid(unsafe_code)]
 
 #[cfg(feature = "zenoh")]
+mod error;
 mod link;
 #[cfg(feature = "zenoh")]
 mod streams;
 pub mod wire;
 
 #[cfg(feature = "zenoh")]
+pub use error::NetError;
 pub use link::{NetOptions, ZenohLink, run_prefix, valid_run_id};

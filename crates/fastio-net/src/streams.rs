@@ -43,6 +43,7 @@ use zenoh::Wait;
 use zenoh::bytes::ZBytes;
 use zenoh::pubsub::Publisher;
 
+use crate::error::NetError;
 use crate::link::Inner;
 use crate::wire::{StreamMsg, encode_credit, entry_bytes};
 
@@ -52,7 +53,7 @@ const POLL: Duration = Duration::from_millis(100);
 
 /// What a message queued for a bridge is: a decoded header and its payload,
 /// or why the sample could not be read.
-pub(crate) type Incoming = Result<(StreamMsg, ZBytes), String>;
+pub(crate) type Incoming = Result<(StreamMsg, ZBytes), NetError>;
 
 /// Frames a consuming host has placed in its stream, as it last said.
 #[derive(Default)]
@@ -125,7 +126,7 @@ impl Forwarder {
                     entry: e.name.clone(),
                     from: p.placement.hosts[self.inner.here].clone(),
                     to: vec![self.to.clone()],
-                    error: why,
+                    error: why.to_string(),
                 },
             });
         }
@@ -135,15 +136,15 @@ impl Forwarder {
         self.stop.load(Ordering::Relaxed) || self.inner.host_gone(&self.to)
     }
 
-    fn send(&self, msg: &StreamMsg, payload: ZBytes) -> Result<(), String> {
+    fn send(&self, msg: &StreamMsg, payload: ZBytes) -> Result<(), NetError> {
         self.publisher
             .put(payload)
             .attachment(msg.encode())
             .wait()
-            .map_err(|e| e.to_string())
+            .map_err(|e| NetError::Protocol(e.to_string()))
     }
 
-    fn forward(&mut self) -> Result<(), String> {
+    fn forward(&mut self) -> Result<(), NetError> {
         let element = self.inner.pipeline.plan.entries[self.entry].element;
         let mut sent = 0u64;
         loop {
@@ -188,7 +189,7 @@ impl Forwarder {
                 // Zenoh still has the frames sent last (under
                 // `drop-oldest` one may be held): they go back in moments.
                 Err(FioError::FrameHeld(_)) => std::thread::sleep(Duration::from_micros(200)),
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(NetError::Protocol(e.to_string())),
             }
         }
     }
@@ -233,7 +234,7 @@ impl Bridge {
                         entry: e.name.clone(),
                         from: self.from.clone(),
                         to: vec![here.clone()],
-                        error: why,
+                        error: why.to_string(),
                     },
                 });
             }
@@ -244,13 +245,15 @@ impl Bridge {
         self.stop.load(Ordering::Relaxed) || self.inner.host_gone(&self.from)
     }
 
-    fn bridge(&mut self) -> Result<Ended, String> {
+    fn bridge(&mut self) -> Result<Ended, NetError> {
         let element = self.inner.pipeline.plan.entries[self.entry].element;
         let mut placed = 0u64;
         let mut last: Option<u64> = None;
         loop {
             if self.overrun.load(Ordering::Relaxed) {
-                return Err("more frames arrived than the credit allows".into());
+                return Err(NetError::Protocol(
+                    "more frames arrived than the credit allows".into(),
+                ));
             }
             let (msg, payload) = match self.rx.recv_timeout(POLL) {
                 Ok(m) => m?,
@@ -263,9 +266,9 @@ impl Bridge {
                 | StreamMsg::Poisoned { element, .. } => *element,
             };
             if sent_as != element {
-                return Err(format!(
+                return Err(NetError::Protocol(format!(
                     "frames of {sent_as} arrived; the plan says {element}"
-                ));
+                )));
             }
             match msg {
                 StreamMsg::Frame {
@@ -276,7 +279,9 @@ impl Bridge {
                     ..
                 } => {
                     if last.is_some_and(|l| seq <= l) {
-                        return Err(format!("frame {seq} arrived after frame {last:?}"));
+                        return Err(NetError::Protocol(format!(
+                            "frame {seq} arrived after frame {last:?}"
+                        )));
                     }
                     last = Some(seq);
                     if !self.place(element, source_seq, timestamp_ns, &shape, &payload)? {
@@ -287,7 +292,9 @@ impl Bridge {
                     let _ = self.credit.put(encode_credit(placed).to_vec()).wait();
                 }
                 StreamMsg::End { .. } => {
-                    self.producer.end().map_err(|e| e.to_string())?;
+                    self.producer
+                        .end()
+                        .map_err(|e| NetError::Protocol(e.to_string()))?;
                     self.inner.lock().imported.insert(self.entry, placed);
                     return Ok(Ended::AsSent);
                 }
@@ -308,17 +315,20 @@ impl Bridge {
         timestamp_ns: u64,
         shape: &[u64],
         payload: &ZBytes,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, NetError> {
         let want = entry_bytes(element, shape);
         if want != Some(payload.len() as u64) {
-            return Err(format!(
+            return Err(NetError::Protocol(format!(
                 "a frame of shape {shape:?} came with {} bytes",
                 payload.len()
-            ));
+            )));
         }
         let dims: Vec<usize> = shape
             .iter()
-            .map(|&d| usize::try_from(d).map_err(|_| format!("dimension {d} is too large")))
+            .map(|&d| {
+                usize::try_from(d)
+                    .map_err(|_| NetError::Protocol(format!("dimension {d} is too large")))
+            })
             .collect::<Result<_, _>>()?;
         loop {
             match self.producer.begin(Some(POLL)) {
@@ -327,20 +337,27 @@ impl Bridge {
                 Err(FioError::StreamTimeout { .. } | FioError::StreamPoisoned { .. }) => {
                     return Ok(false);
                 }
-                Err(e) => return Err(e.to_string()),
+                Err(e) => return Err(NetError::Protocol(e.to_string())),
             }
         }
-        self.producer.set_shape(&dims).map_err(|e| e.to_string())?;
+        self.producer
+            .set_shape(&dims)
+            .map_err(|e| NetError::Protocol(e.to_string()))?;
         self.producer
             .set_source(source_seq, timestamp_ns)
-            .map_err(|e| e.to_string())?;
-        let slot = self.producer.bytes_mut().map_err(|e| e.to_string())?;
+            .map_err(|e| NetError::Protocol(e.to_string()))?;
+        let slot = self
+            .producer
+            .bytes_mut()
+            .map_err(|e| NetError::Protocol(e.to_string()))?;
         let mut at = 0usize;
         for piece in payload.slices() {
             slot[at..at + piece.len()].copy_from_slice(piece);
             at += piece.len();
         }
-        self.producer.publish().map_err(|e| e.to_string())?;
+        self.producer
+            .publish()
+            .map_err(|e| NetError::Protocol(e.to_string()))?;
         Ok(true)
     }
 }

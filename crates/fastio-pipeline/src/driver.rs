@@ -54,7 +54,7 @@ pub enum DriverError {
     /// The link to the other hosts of a multi-host run failed before any
     /// operator started (a host that did not join in time, say).
     #[error("{0}")]
-    Link(String),
+    Link(#[source] crate::hosts::LinkError),
     /// `--host` names no host of the pipeline's placement.
     #[error("host {host:?} runs no operator of this pipeline (its hosts: {})", hosts.join(", "))]
     UnknownHost {

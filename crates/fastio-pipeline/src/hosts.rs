@@ -41,6 +41,10 @@ pub enum LinkEvent {
     },
 }
 
+/// Why a link could not start (its own error type, boxed: this crate
+/// knows nothing of the network).
+pub type LinkError = Box<dyn std::error::Error + Send + Sync>;
+
 /// How a local operator ended, as the other hosts are told
 /// ([`HostLink::operator_finished`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +72,7 @@ pub trait HostLink {
     /// host's operators are declared (the link takes the producer's place
     /// in those fed from elsewhere, and a consumer's in those read
     /// elsewhere).
-    fn start(&mut self, ctx: &Context) -> Result<(), String>;
+    fn start(&mut self, ctx: &Context) -> Result<(), LinkError>;
 
     /// Where the link's events arrive.
     fn events(&self) -> Receiver<LinkEvent>;

@@ -7,8 +7,8 @@ impl HostLink for ZenohLink {
         &self.opts.host
     }
 
-    fn start(&mut self, ctx: &Context) -> Result<(), String> {
-        self.join(ctx)
+    fn start(&mut self, ctx: &Context) -> Result<(), fastio_pipeline::hosts::LinkError> {
+        Ok(self.join(ctx)?)
     }
 
     fn events(&self) -> Receiver<LinkEvent> {

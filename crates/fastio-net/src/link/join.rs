@@ -4,14 +4,14 @@
 use super::*;
 
 impl ZenohLink {
-    pub(super) fn join(&mut self, ctx: &Context) -> Result<(), String> {
+    pub(super) fn join(&mut self, ctx: &Context) -> Result<(), NetError> {
         let inner = self.inner.clone();
         let p = &inner.pipeline;
         let prefix = inner.prefix.clone();
         let here_name = self.opts.host.clone();
         let session = zenoh::open(self.opts.zenoh_config()?)
             .wait()
-            .map_err(|e| format!("zenoh: cannot open a session: {e}"))?;
+            .map_err(|e| NetError::Zenoh(format!("cannot open a session: {e}")))?;
         // 1. Publishers: status, and each entry produced here that another
         //    host reads.
         // Every publisher of ours: reliable, blocking when the link is
@@ -23,7 +23,7 @@ impl ZenohLink {
                 .express(true)
                 .wait()
                 .map(Arc::new)
-                .map_err(|e| format!("zenoh: {e}"))
+                .map_err(|e| NetError::Zenoh(e.to_string()))
         };
         self.status = Some(publisher(format!("{prefix}/status/{here_name}"))?);
         let streaming = p.plan.streaming.is_some();
@@ -57,7 +57,7 @@ impl ZenohLink {
                 }
             })
             .wait()
-            .map_err(|e| format!("zenoh: {e}"))?;
+            .map_err(|e| NetError::Zenoh(e.to_string()))?;
         self.subscribers.push(sub);
         for c in p.placement.crossings(&p.plan) {
             if !c.to.contains(&inner.here) || streaming {
@@ -80,16 +80,19 @@ impl ZenohLink {
                 .callback(move |s: Sample| {
                     let header = s
                         .attachment()
-                        .ok_or_else(|| "a piece without its header".to_owned())
+                        .ok_or_else(|| NetError::Protocol("a piece without its header".into()))
                         .and_then(|a| {
-                            ChunkHeader::decode(&a.to_bytes()).map_err(|e| e.to_string())
+                            ChunkHeader::decode(&a.to_bytes())
+                                .map_err(|e| NetError::Protocol(e.to_string()))
                         });
                     let h = match header {
                         Ok(h) => h,
                         // Whatever it was, the entry cannot be trusted
                         // to arrive whole: fail it rather than wait.
                         Err(why) => {
-                            here_import.fail(format!("a piece with a bad header: {why}"));
+                            here_import.fail(&NetError::Protocol(format!(
+                                "a piece with a bad header: {why}"
+                            )));
                             return;
                         }
                     };
@@ -100,17 +103,17 @@ impl ZenohLink {
                     let whole = h.offset == 0 && payload.len() as u64 == h.total;
                     if whole && !here_import.begun.swap(true, Ordering::AcqRel) {
                         if let Err(why) = here_import.whole(&h, payload) {
-                            here_import.fail(why);
+                            here_import.fail(&why);
                         }
                     } else if h.offset == 0 && !here_import.begun.swap(true, Ordering::AcqRel) {
                         // An announcement: the importer's thread makes room.
                         let _ = tx.send((h, payload.clone()));
                     } else if let Err(why) = here_import.piece(&h, payload) {
-                        here_import.fail(why);
+                        here_import.fail(&why);
                     }
                 })
                 .wait()
-                .map_err(|e| format!("zenoh: {e}"))?;
+                .map_err(|e| NetError::Zenoh(e.to_string()))?;
             self.subscribers.push(sub);
             let worker = Importer { import, rx };
             self.workers.push(std::thread::spawn(move || worker.run()));
@@ -131,7 +134,7 @@ impl ZenohLink {
                     }
                 })
                 .wait()
-                .map_err(|e| format!("zenoh: {e}"))?;
+                .map_err(|e| NetError::Zenoh(e.to_string()))?;
             self.subscribers.push(sub);
         }
         // 4. Our own token, last.
@@ -139,7 +142,7 @@ impl ZenohLink {
             .liveliness()
             .declare_token(format!("{prefix}/host/{here_name}"))
             .wait()
-            .map_err(|e| format!("zenoh: {e}"))?;
+            .map_err(|e| NetError::Zenoh(e.to_string()))?;
         self.host_token = Some(token);
         self.session = Some(session);
         // Judges vanished hosts until the run stops.
@@ -169,7 +172,7 @@ impl ZenohLink {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                return Err(format!(
+                return Err(NetError::NotJoined(format!(
                     "host {here_name}: {} of pipeline {} did not join run {} within {:.0?} (connect: {}; listen: {})",
                     if missing.len() == 1 {
                         format!("host {}", missing[0])
@@ -189,7 +192,7 @@ impl ZenohLink {
                     } else {
                         self.opts.listen.join(" ")
                     },
-                ));
+                )));
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -204,8 +207,8 @@ impl ZenohLink {
         &mut self,
         session: &Session,
         ctx: &Context,
-        publisher: &dyn Fn(String) -> Result<Arc<Publisher<'static>>, String>,
-    ) -> Result<(), String> {
+        publisher: &dyn Fn(String) -> Result<Arc<Publisher<'static>>, NetError>,
+    ) -> Result<(), NetError> {
         let inner = self.inner.clone();
         let p = &inner.pipeline;
         let prefix = &inner.prefix;
@@ -218,7 +221,10 @@ impl ZenohLink {
             .map_or(1, |s| u64::from(s.depth.max(1)));
         for c in p.placement.crossings(&p.plan) {
             let e = &p.plan.entries[c.entry];
-            let fail = |x: fastio::Error| format!("stream {}: {x}", e.name);
+            let fail = |source: fastio::Error| NetError::Local {
+                what: format!("stream {}", e.name),
+                source,
+            };
             // Consumer indices of the stream whose operator is on host h.
             let indices_on = |h: usize| -> Vec<usize> {
                 (0..e.consumers.len())
@@ -248,7 +254,7 @@ impl ZenohLink {
                             }
                         })
                         .wait()
-                        .map_err(|x| format!("zenoh: {x}"))?;
+                        .map_err(|x| NetError::Zenoh(x.to_string()))?;
                     self.subscribers.push(sub);
                     let forwarder = Forwarder {
                         inner: inner.clone(),
@@ -278,9 +284,12 @@ impl ZenohLink {
                     .callback(move |s: Sample| {
                         let msg = s
                             .attachment()
-                            .ok_or_else(|| "a stream message without its header".to_owned())
+                            .ok_or_else(|| {
+                                NetError::Protocol("a stream message without its header".into())
+                            })
                             .and_then(|a| {
-                                StreamMsg::decode(&a.to_bytes()).map_err(|x| x.to_string())
+                                StreamMsg::decode(&a.to_bytes())
+                                    .map_err(|x| NetError::Protocol(x.to_string()))
                             });
                         let item = msg.map(|m| (m, s.payload().clone()));
                         // Never waits: the credit bounds what is queued.
@@ -289,7 +298,7 @@ impl ZenohLink {
                         }
                     })
                     .wait()
-                    .map_err(|x| format!("zenoh: {x}"))?;
+                    .map_err(|x| NetError::Zenoh(x.to_string()))?;
                 self.subscribers.push(sub);
                 let bridge = Bridge {
                     inner: inner.clone(),

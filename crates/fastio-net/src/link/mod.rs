@@ -36,6 +36,7 @@ use zenoh::qos::CongestionControl;
 use zenoh::sample::{Sample, SampleKind};
 use zenoh::session::Session;
 
+use crate::error::NetError;
 use crate::streams::{Bridge, Credit, Forwarder, Incoming};
 use crate::wire::{CHUNK_BYTES, ChunkHeader, Status, StreamMsg, decode_credit, entry_bytes};
 
@@ -86,19 +87,17 @@ impl ZenohLink {
     /// A link for `opts.host` in a run of `pipeline` (not connected yet:
     /// the driver starts it). Fails when the host is not one of the
     /// pipeline's or the run id is not a name.
-    pub fn new(pipeline: &Pipeline, opts: NetOptions) -> Result<ZenohLink, String> {
-        let here = pipeline.placement.host_index(&opts.host).ok_or_else(|| {
-            format!(
-                "host {:?} runs no operator of this pipeline (its hosts: {})",
-                opts.host,
-                pipeline.placement.hosts.join(", ")
-            )
-        })?;
+    pub fn new(pipeline: &Pipeline, opts: NetOptions) -> Result<ZenohLink, NetError> {
+        let here =
+            pipeline
+                .placement
+                .host_index(&opts.host)
+                .ok_or_else(|| NetError::UnknownHost {
+                    host: opts.host.clone(),
+                    hosts: pipeline.placement.hosts.join(", "),
+                })?;
         if !valid_run_id(&opts.run_id) {
-            return Err(format!(
-                "run id {:?} must be 1 to 63 characters of a-z 0-9 _ -",
-                opts.run_id
-            ));
+            return Err(NetError::RunId(opts.run_id.clone()));
         }
         // Zenoh's own log, when RUST_LOG asks for it (to stderr).
         zenoh::try_init_log_from_env();

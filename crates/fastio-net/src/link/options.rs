@@ -44,10 +44,12 @@ impl NetOptions {
     }
 
     /// The Zenoh configuration these options make.
-    pub fn zenoh_config(&self) -> Result<zenoh::Config, String> {
+    pub fn zenoh_config(&self) -> Result<zenoh::Config, NetError> {
         let mut c = match &self.config_file {
-            Some(p) => zenoh::Config::from_file(p)
-                .map_err(|e| format!("zenoh configuration {}: {e}", p.display()))?,
+            Some(p) => zenoh::Config::from_file(p).map_err(|e| NetError::Config {
+                what: p.display().to_string(),
+                why: e.to_string(),
+            })?,
             None => zenoh::Config::default(),
         };
         let json = |v: &[String]| {
@@ -55,8 +57,10 @@ impl NetOptions {
             format!("[{}]", items.join(","))
         };
         let mut set = |key: &str, value: String| {
-            c.insert_json5(key, &value)
-                .map_err(|e| format!("zenoh configuration {key} = {value}: {e}"))
+            c.insert_json5(key, &value).map_err(|e| NetError::Config {
+                what: format!("{key} = {value}"),
+                why: e.to_string(),
+            })
         };
         if self.config_file.is_none() {
             set("mode", "\"peer\"".into())?;

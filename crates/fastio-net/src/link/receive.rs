@@ -32,7 +32,7 @@ pub(super) struct Receiving {
 
 impl Import {
     /// Tells the driver that the entry cannot arrive.
-    pub(super) fn fail(&self, why: String) {
+    pub(super) fn fail(&self, why: &NetError) {
         let e = &self.inner.pipeline.plan.entries[self.entry];
         let here = &self.inner.pipeline.placement.hosts[self.inner.here];
         let _ = self.inner.events.send(LinkEvent::RemoteFailed {
@@ -41,7 +41,7 @@ impl Import {
                 entry: e.name.clone(),
                 from: self.from.clone(),
                 to: vec![here.clone()],
-                error: why,
+                error: why.to_string(),
             },
         });
     }
@@ -52,22 +52,22 @@ impl Import {
         &self,
         first: &ChunkHeader,
         payload: &ZBytes,
-    ) -> Result<Vec<usize>, String> {
+    ) -> Result<Vec<usize>, NetError> {
         let e = &self.inner.pipeline.plan.entries[self.entry];
         // The announcement: offset 0, and no bytes, or all of them.
         if first.offset != 0 || !(payload.is_empty() || payload.len() as u64 == first.total) {
-            return Err(format!(
+            return Err(NetError::Protocol(format!(
                 "a sending starts with its announcement (offset 0, no bytes or all), not {} bytes at {}",
                 payload.len(),
                 first.offset
-            ));
+            )));
         }
         // The piece must be what the plan says the entry is.
         if first.kind != e.kind || first.element != e.element {
-            return Err(format!(
+            return Err(NetError::Protocol(format!(
                 "a {:?} of {} arrived; the plan says {:?} of {}",
                 first.kind, first.element, e.kind, e.element
-            ));
+            )));
         }
         let fits = first.shape.len() == e.shape.len()
             && first
@@ -76,33 +76,36 @@ impl Import {
                 .zip(&e.shape)
                 .all(|(&got, want)| want.is_none_or(|w| w as u64 == got));
         if !fits && e.kind != EntryKind::String {
-            return Err(format!(
+            return Err(NetError::Protocol(format!(
                 "shape {:?} arrived; the plan says {:?}",
                 first.shape, e.shape
-            ));
+            )));
         }
         // (`ChunkHeader::decode` saw that `total` is what the shape needs.)
         first
             .shape
             .iter()
-            .map(|&d| usize::try_from(d).map_err(|_| format!("dimension {d} is too large")))
+            .map(|&d| {
+                usize::try_from(d)
+                    .map_err(|_| NetError::Protocol(format!("dimension {d} is too large")))
+            })
             .collect()
     }
 
     /// A fresh allocation of the local context for the announced entry.
-    pub(super) fn allocate(&self, dims: &[usize]) -> Result<fastio::Allocation, String> {
+    pub(super) fn allocate(&self, dims: &[usize]) -> Result<fastio::Allocation, NetError> {
         let e = &self.inner.pipeline.plan.entries[self.entry];
         self.ctx
             .create_array(dtype::Type::primitive(e.element), dims)
-            .map_err(|x| x.to_string())
+            .map_err(|x| NetError::Protocol(x.to_string()))
     }
 
     /// Publishes the received entry and tells the driver and the sender.
-    pub(super) fn publish(&self, alloc: fastio::Allocation, total: u64) -> Result<(), String> {
+    pub(super) fn publish(&self, alloc: fastio::Allocation, total: u64) -> Result<(), NetError> {
         let e = &self.inner.pipeline.plan.entries[self.entry];
         alloc
             .publish_and_release(&e.key)
-            .map_err(|x| x.to_string())?;
+            .map_err(|x| NetError::Protocol(x.to_string()))?;
         {
             let mut st = self.inner.lock();
             st.imported.insert(self.entry, total);
@@ -117,11 +120,13 @@ impl Import {
     /// A sending that came whole in one message, received in Zenoh's
     /// callback (no hand-over to another thread: the bytes are at most
     /// [`CHUNK_BYTES`], one copy into the allocation).
-    pub(super) fn whole(&self, header: &ChunkHeader, payload: &ZBytes) -> Result<(), String> {
+    pub(super) fn whole(&self, header: &ChunkHeader, payload: &ZBytes) -> Result<(), NetError> {
         let dims = self.announced(header, payload)?;
         let mut alloc = self.allocate(&dims)?;
         {
-            let mut map = alloc.map_mut().map_err(|x| x.to_string())?;
+            let mut map = alloc
+                .map_mut()
+                .map_err(|x| NetError::Protocol(x.to_string()))?;
             copy_piece(&mut map, header, payload)?;
         }
         self.publish(alloc, header.total)
@@ -131,13 +136,13 @@ impl Import {
     /// straight into the allocation the importer's thread made (no
     /// hand-over, no piece waiting in memory). The last one publishes the
     /// entry; a bad one drops the allocation unpublished.
-    pub(super) fn piece(&self, h: &ChunkHeader, bytes: &ZBytes) -> Result<(), String> {
+    pub(super) fn piece(&self, h: &ChunkHeader, bytes: &ZBytes) -> Result<(), NetError> {
         let mut slot = self.receiving.lock().unwrap_or_else(|p| p.into_inner());
         let placed = match slot.as_mut() {
-            None => Err(format!(
+            None => Err(NetError::Protocol(format!(
                 "a piece at byte {} arrived before its entry was announced and made room for",
                 h.offset
-            )),
+            ))),
             Some(r) => Self::place(r, h, bytes),
         };
         match placed {
@@ -164,30 +169,35 @@ impl Import {
         r: &mut Receiving,
         h: &ChunkHeader,
         bytes: &ZBytes,
-    ) -> Result<bool, String> {
+    ) -> Result<bool, NetError> {
         if h.transfer != r.first.transfer || h.total != r.first.total || h.shape != r.first.shape {
-            return Err("pieces of two sendings mixed".into());
+            return Err(NetError::Protocol("pieces of two sendings mixed".into()));
         }
         if h.offset != r.got {
-            return Err(format!(
+            return Err(NetError::Protocol(format!(
                 "a piece at byte {} arrived where byte {} was due",
                 h.offset, r.got
-            ));
+            )));
         }
-        let mut map = r.alloc.map_mut().map_err(|x| x.to_string())?;
+        let mut map = r
+            .alloc
+            .map_mut()
+            .map_err(|x| NetError::Protocol(x.to_string()))?;
         r.got = copy_piece(&mut map, h, bytes)?;
         Ok(r.got == r.first.total)
     }
 }
 
 /// Copies one piece into the entry's bytes; the offset after it.
-pub(super) fn copy_piece(map: &mut [u8], h: &ChunkHeader, bytes: &ZBytes) -> Result<u64, String> {
+pub(super) fn copy_piece(map: &mut [u8], h: &ChunkHeader, bytes: &ZBytes) -> Result<u64, NetError> {
     let mut at = h.offset as usize;
     for slice in bytes.slices() {
         let end = at
             .checked_add(slice.len())
             .filter(|&end| end as u64 <= h.total && end <= map.len())
-            .ok_or_else(|| format!("a piece runs past the entry's {} bytes", h.total))?;
+            .ok_or_else(|| {
+                NetError::Protocol(format!("a piece runs past the entry's {} bytes", h.total))
+            })?;
         map[at..end].copy_from_slice(slice);
         at = end;
     }
@@ -206,7 +216,7 @@ pub(super) struct Importer {
 impl Importer {
     pub(super) fn run(self) {
         if let Err(why) = self.receive() {
-            self.import.fail(why);
+            self.import.fail(&why);
         }
     }
 
@@ -228,7 +238,7 @@ impl Importer {
         }
     }
 
-    pub(super) fn receive(&self) -> Result<(), String> {
+    pub(super) fn receive(&self) -> Result<(), NetError> {
         let imp = &self.import;
         let e = &imp.inner.pipeline.plan.entries[imp.entry];
         let Some((first, payload)) = self.next() else {
@@ -246,7 +256,7 @@ impl Importer {
         if let Some(p) = &imp.status {
             p.put(Status::Ready(e.key.clone()).encode())
                 .wait()
-                .map_err(|x| x.to_string())?;
+                .map_err(|x| NetError::Protocol(x.to_string()))?;
         }
         Ok(())
     }

@@ -48,7 +48,7 @@ impl ZenohLink {
                     entry: e.name.clone(),
                     from: p.hosts[inner.here].clone(),
                     to,
-                    error: why,
+                    error: why.to_string(),
                 };
                 if let Some(p) = &status {
                     let op = inner.pipeline.operators[e.producer].name.clone();
@@ -78,7 +78,7 @@ pub(super) fn send_entry(
     entry: usize,
     publisher: &Publisher<'static>,
     stop: &AtomicBool,
-) -> Result<(), String> {
+) -> Result<(), NetError> {
     let p = &inner.pipeline;
     let e = &p.plan.entries[entry];
     let readers: Vec<String> = p
@@ -89,7 +89,10 @@ pub(super) fn send_entry(
         .flat_map(|c| c.to)
         .map(|h| p.placement.hosts[h].clone())
         .collect();
-    let map = Arc::new(ctx.map(&e.key).map_err(|x| x.to_string())?);
+    let map = Arc::new(
+        ctx.map(&e.key)
+            .map_err(|x| NetError::Protocol(x.to_string()))?,
+    );
     let total = map.bytes().len();
     let mut shape: Vec<u64> = map
         .allocation()
@@ -127,27 +130,27 @@ pub(super) fn send_entry(
             .put(piece(0, total))
             .attachment(header(0).encode())
             .wait()
-            .map_err(|x| x.to_string());
+            .map_err(|x| NetError::Protocol(x.to_string()));
     }
     publisher
         .put(ZBytes::new())
         .attachment(header(0).encode())
         .wait()
-        .map_err(|x| x.to_string())?;
+        .map_err(|x| NetError::Protocol(x.to_string()))?;
     // A larger entry waits until every reader has made room, so that no
     // reader blocks Zenoh's receiving thread for long.
     {
         let mut st = inner.lock();
         loop {
             if let Some(gone) = readers.iter().find(|h| st.lost.contains(*h)) {
-                return Err(format!("host {gone} went away"));
+                return Err(NetError::Protocol(format!("host {gone} went away")));
             }
             let ready = st.ready.get(&entry);
             if readers.iter().all(|h| ready.is_some_and(|r| r.contains(h))) {
                 break;
             }
             if stop.load(Ordering::Relaxed) {
-                return Err("the run stopped".into());
+                return Err(NetError::Protocol("the run stopped".into()));
             }
             st = inner
                 .changed
@@ -159,14 +162,14 @@ pub(super) fn send_entry(
     let mut offset = 0usize;
     while offset < total {
         if stop.load(Ordering::Relaxed) {
-            return Err("the run stopped".into());
+            return Err(NetError::Protocol("the run stopped".into()));
         }
         let end = (offset + CHUNK_BYTES).min(total);
         publisher
             .put(piece(offset, end))
             .attachment(header(offset).encode())
             .wait()
-            .map_err(|x| x.to_string())?;
+            .map_err(|x| NetError::Protocol(x.to_string()))?;
         offset = end;
     }
     Ok(())
