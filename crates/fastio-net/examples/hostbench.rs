@@ -144,7 +144,9 @@ fn zraw(a: &Args) -> Result {
     use zenoh::Wait;
     let z = |e: zenoh::Error| e.to_string();
     let o = net_options(a);
-    let session = zenoh::open(o.zenoh_config().map_err(|e| e.to_string())?).wait().map_err(z)?;
+    let session = zenoh::open(o.zenoh_config().map_err(|e| e.to_string())?)
+        .wait()
+        .map_err(z)?;
     let buf = vec![7u8; a.bytes.max(a.back)];
     let (mine, theirs, len) = if a.role == "a" {
         ("bench/ping", "bench/pong", a.bytes)

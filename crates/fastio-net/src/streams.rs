@@ -226,17 +226,7 @@ impl Bridge {
             Ok(Ended::Stopped) => self.producer.poison(),
             Err(why) => {
                 self.producer.poison();
-                let e = &self.inner.pipeline.plan.entries[self.entry];
-                let here = &self.inner.pipeline.placement.hosts[self.inner.here];
-                let _ = self.inner.events.send(LinkEvent::RemoteFailed {
-                    op: e.producer,
-                    failure: Failure::Transfer {
-                        entry: e.name.clone(),
-                        from: self.from.clone(),
-                        to: vec![here.clone()],
-                        error: why.to_string(),
-                    },
-                });
+                self.inner.cannot_receive(self.entry, &self.from, &why);
             }
         }
     }

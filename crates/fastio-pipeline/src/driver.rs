@@ -257,11 +257,12 @@ impl LocalDriver {
         interrupted: &'d AtomicBool,
         progress: &mut dyn FnMut(Progress),
     ) -> Result<RunReport, DriverError> {
-        let run = Run::new(self, link, interrupted, Instant::now())?;
+        let mut run = Run::new(self, link, interrupted, Instant::now())?;
         if self.pipeline.plan.streaming.is_some() {
             self.supervise(run, progress)
         } else {
-            self.schedule(run, progress)
+            self.schedule(&mut run, progress)?;
+            Ok(run.finish(progress))
         }
     }
 

@@ -7,17 +7,17 @@
 
 use crate::driver::{DriverError, LocalDriver};
 use crate::hosts::Ended;
-use crate::report::{Outcome, Progress, RunReport};
+use crate::report::{Outcome, Progress};
 use crate::run::Run;
 
 impl LocalDriver {
     /// Schedules a one-shot run (this host's part of it in a run across
-    /// hosts).
+    /// hosts) until nothing runs or may start; the caller finishes it.
     pub(crate) fn schedule(
         &self,
-        mut run: Run<'_>,
+        run: &mut Run<'_>,
         progress: &mut dyn FnMut(Progress),
-    ) -> Result<RunReport, DriverError> {
+    ) -> Result<(), DriverError> {
         self.prepare(&run.ctx, &|i| run.is_local(i))?;
         run.connect()?;
         let deps: Vec<Vec<usize>> = run
@@ -35,7 +35,7 @@ impl LocalDriver {
         let mut started: Vec<bool> = (0..deps.len()).map(|i| !run.is_local(i)).collect();
         loop {
             if !run.stopping() {
-                self.start_ready(&mut run, &deps, &mut started, progress);
+                self.start_ready(run, &deps, &mut started, progress);
             }
             // A local operator that has not started may still start once
             // the remote operators it waits for are done.
@@ -44,7 +44,7 @@ impl LocalDriver {
                     !started[i]
                         && deps[i]
                             .iter()
-                            .all(|&d| succeeded(&run, d) || (!run.is_local(d) && !run.done[d]))
+                            .all(|&d| succeeded(run, d) || (!run.is_local(d) && !run.done[d]))
                 });
             if run.running.is_empty() && !may_start {
                 break;
@@ -52,13 +52,13 @@ impl LocalDriver {
             if let Some(exit) = run.next_exit(progress)
                 && let Some(outcome) = run.exited(&exit)
             {
-                self.on_exit(&mut run, exit.op, &outcome);
+                self.on_exit(run, exit.op, &outcome);
                 progress(Progress::Finished(run.ops()[exit.op].name.clone(), outcome));
             }
             run.tick(progress, true, &|r: &Run<'_>| r.edges.clone());
         }
         run.results = self.results(&run.ctx);
-        Ok(run.finish(progress))
+        Ok(())
     }
 
     /// Starts every operator whose inputs are there, up to `jobs` running.

@@ -91,15 +91,7 @@ pub enum LoopEnd {
 impl LoopEnd {
     /// How operator `operator`'s loop ended, if it said so.
     pub fn read(ctx: &Context, operator: &str) -> Result<Option<LoopEnd>> {
-        let name = format!("{END_PREFIX}{}", operator.to_ascii_lowercase());
-        let m = match ctx.map(&name) {
-            Ok(m) => m,
-            Err(Error::UnknownName(_)) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        postcard::from_bytes(&m)
-            .map(Some)
-            .map_err(|e| Error::corrupt(format!("loop end of {operator}: {e}")))
+        read_record(ctx, END_PREFIX, operator, "loop end")
     }
 
     /// Forgets what an earlier process of `operator` said (before it is
@@ -142,6 +134,25 @@ impl EndNote {
             *said = Some(end);
         }
     }
+}
+
+/// The record operator `operator` published under `prefix`, if it did
+/// (`what` names it in an error).
+fn read_record<T: serde::de::DeserializeOwned>(
+    ctx: &Context,
+    prefix: &str,
+    operator: &str,
+    what: &str,
+) -> Result<Option<T>> {
+    let name = format!("{prefix}{}", operator.to_ascii_lowercase());
+    let m = match ctx.map(&name) {
+        Ok(m) => m,
+        Err(Error::UnknownName(_)) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    postcard::from_bytes(&m)
+        .map(Some)
+        .map_err(|e| Error::corrupt(format!("{what} of {operator}: {e}")))
 }
 
 /// Publishes `bytes` under `name`, replacing what was there.
@@ -200,15 +211,7 @@ impl OperatorStats {
     /// The statistics operator `operator` published in `ctx`, if it did
     /// (its frame loop ended).
     pub fn read(ctx: &Context, operator: &str) -> Result<Option<OperatorStats>> {
-        let name = format!("{STATS_PREFIX}{}", operator.to_ascii_lowercase());
-        let m = match ctx.map(&name) {
-            Ok(m) => m,
-            Err(Error::UnknownName(_)) => return Ok(None),
-            Err(e) => return Err(e),
-        };
-        postcard::from_bytes(&m)
-            .map(Some)
-            .map_err(|e| Error::corrupt(format!("statistics of {operator}: {e}")))
+        read_record(ctx, STATS_PREFIX, operator, "statistics")
     }
 }
 

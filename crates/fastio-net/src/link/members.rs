@@ -243,6 +243,22 @@ impl Inner {
         };
     }
 
+    /// Tells the driver that entry `entry` (an entry, or a stream's
+    /// frames) cannot arrive here from host `from`, and why: the failure
+    /// of its producer's crossing.
+    pub(crate) fn cannot_receive(&self, entry: usize, from: &str, why: &NetError) {
+        let e = &self.pipeline.plan.entries[entry];
+        let _ = self.events.send(LinkEvent::RemoteFailed {
+            op: e.producer,
+            failure: Failure::Transfer {
+                entry: e.name.clone(),
+                from: from.to_owned(),
+                to: vec![self.pipeline.placement.hosts[self.here].clone()],
+                error: why.to_string(),
+            },
+        });
+    }
+
     pub(crate) fn host_gone(&self, host: &str) -> bool {
         self.lock().lost.contains(host)
     }

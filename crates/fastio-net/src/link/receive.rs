@@ -33,17 +33,7 @@ pub(super) struct Receiving {
 impl Import {
     /// Tells the driver that the entry cannot arrive.
     pub(super) fn fail(&self, why: &NetError) {
-        let e = &self.inner.pipeline.plan.entries[self.entry];
-        let here = &self.inner.pipeline.placement.hosts[self.inner.here];
-        let _ = self.inner.events.send(LinkEvent::RemoteFailed {
-            op: e.producer,
-            failure: Failure::Transfer {
-                entry: e.name.clone(),
-                from: self.from.clone(),
-                to: vec![here.clone()],
-                error: why.to_string(),
-            },
-        });
+        self.inner.cannot_receive(self.entry, &self.from, why);
     }
 
     /// Checks an announcement (the first piece of a sending) against the
