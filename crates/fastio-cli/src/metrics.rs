@@ -258,7 +258,26 @@ pub(crate) fn encode(snap: Option<&RunSnapshot>, consumers: &[Option<(usize, usi
         let cpu = Family::<Labels, FloatCounter>::default();
         let rss = Family::<Labels, FloatGauge>::default();
         let restarts = Family::<Labels, FloatCounter>::default();
+        let failed = Family::<Labels, FloatGauge>::default();
         for o in &s.operators {
+            // The failure as everywhere else: its kind, whether it is a
+            // consequence, and its one text.
+            if let Some(f) = &o.failure {
+                let kind = serde_json::to_value(f)
+                    .ok()
+                    .and_then(|v| v["kind"].as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                let text = f.to_string();
+                let consequence = if f.is_secondary() { "true" } else { "false" };
+                failed
+                    .get_or_create(&labels(&[
+                        ("operator", &o.name),
+                        ("kind", &kind),
+                        ("consequence", consequence),
+                        ("text", &text),
+                    ]))
+                    .set(1.0);
+            }
             let now = state_name(&o.state);
             for st in STATES {
                 state
@@ -285,6 +304,11 @@ pub(crate) fn encode(snap: Option<&RunSnapshot>, consumers: &[Option<(usize, usi
             "operator_restarts",
             "Times each operator was started again",
             restarts,
+        );
+        reg.register(
+            "operator_failed",
+            "1 for an operator whose last process failed: the failure's kind, whether it is a consequence of another, and its text",
+            failed,
         );
         let bytes = Family::<Labels, FloatGauge>::default();
         let frames = Family::<Labels, FloatCounter>::default();

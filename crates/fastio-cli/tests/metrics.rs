@@ -203,3 +203,46 @@ fn a_stream_scraped_has_frames_and_a_latency_histogram() {
     assert!(frames <= 1500.0);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Issue 29: an operator's failure in the metrics is the same typed value
+/// as in the report: its kind, whether it is a consequence, and its text.
+#[test]
+fn a_failure_is_in_the_metrics_as_in_the_report() {
+    let dir = std::env::temp_dir().join(format!("fastio-metrics-f-{}", std::process::id()));
+    // `y` ignores SIGTERM, so the run lasts its grace period after `x`
+    // fails: time to scrape.
+    let yaml = write(
+        &dir,
+        "p.yaml",
+        "api-version: 0.5.0\nname: fails\noperators:\n\
+         - name: x\n  container: {image: sh, command: [sh, -c, 'exit 3']}\n\
+         - name: y\n  container: {image: sh, command: [sh, -c, 'trap \"\" TERM; sleep 4']}\n",
+    );
+    let port = port();
+    let child = Command::new(fastio())
+        .args([
+            "run",
+            yaml.to_str().unwrap(),
+            "--report",
+            "json",
+            "--metrics",
+        ])
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let series = "fastio_operator_failed{operator=\"x\",kind=\"exited\",consequence=\"false\",text=\"operator x exited with status 3\"}";
+    let body = scrape_until(port, |b| value(b, series).is_some());
+    assert_eq!(value(&body, series), Some(1.0), "{body}");
+    assert!(
+        body.contains("# TYPE fastio_operator_failed gauge\n"),
+        "{body}"
+    );
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["failure"]["text"], "operator x exited with status 3");
+    assert_eq!(report["failure"]["kind"], "exited");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -41,6 +41,8 @@ pub struct OperatorSnapshot {
     /// Its frame loop's statistics (streaming operators publish them every
     /// second).
     pub stats: Option<OperatorStats>,
+    /// How its last process failed, if it did (a cause or a consequence).
+    pub failure: Option<crate::Failure>,
 }
 
 /// A run now.
@@ -116,6 +118,7 @@ pub(crate) fn take(
                     .ok()
                     .flatten()
                     .or_else(|| r.frames.clone()),
+                failure: r.failure.clone(),
             }
         })
         .collect();

@@ -12,7 +12,7 @@ use crate::layout::{MAX_DIMS, MAX_NAME_LEN, MAX_TYPE_LEN, hdr};
 use crate::table::{ACTIVE, AllocId, Table, rec};
 
 /// Names of streams' allocations start with this; the table API
-/// ([`Context::get`], [`Context::map`], `publish`) refuses them, so only
+/// ([`Context::get`](crate::Context::get), [`Context::map`](crate::Context::map), `publish`) refuses them, so only
 /// stream handles reach a ring.
 pub const STREAM_PREFIX: &str = "fastio.stream/";
 

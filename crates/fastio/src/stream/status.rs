@@ -1,6 +1,6 @@
 //! A snapshot of a stream ([`StreamStatus`], [`ConsumerStatus`]).
 
-/// A snapshot of a stream ([`Context::stream_status`]).
+/// A snapshot of a stream ([`Context::stream_status`](crate::Context::stream_status)).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StreamStatus {
