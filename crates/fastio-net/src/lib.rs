@@ -28,6 +28,7 @@
 
 #[cfg(feature = "zenoh")]
 mod error;
+#[cfg(feature = "zenoh")]
 mod link;
 #[cfg(feature = "zenoh")]
 mod streams;
@@ -35,4 +36,5 @@ pub mod wire;
 
 #[cfg(feature = "zenoh")]
 pub use error::NetError;
+#[cfg(feature = "zenoh")]
 pub use link::{NetOptions, ZenohLink, run_prefix, valid_run_id};

@@ -934,3 +934,86 @@ def test_a_full_dev_shm_raises_no_space_error(tmp_path):
     lines = p.stdout.splitlines()
     assert lines[0].startswith("NoSpaceError: ") and "/dev/shm is full: 64.0 MiB asked" in lines[0], p
     assert lines[1:] == ["after: ok"], p
+
+
+PYTHON_SOURCE_ACROSS_HOSTS = PYTHON_SOURCE_THAT_RAISES
+
+
+def _ip(*args, check=True):
+    return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
+
+
+def test_a_python_source_that_raises_on_one_host_is_the_root_cause_on_both(tmp_path):
+    """Issue 29: two hosts (network namespaces on a veth pair, each with its
+    own /dev/shm); a Python source on host a raises at a random frame while
+    its frames stream to a sink on host b. Both hosts name the same typed
+    root cause (the source, its host and frame), never b's sink, every
+    time."""
+    cli, streamop = os.environ.get("FASTIO_CLI"), os.environ.get("FASTIO_STREAMOP")
+    if not (cli and streamop):
+        pytest.skip("binaries not given (run through cargo xtask python)")
+    tag = f"fpy{os.getpid() % 100000}"
+    na, nb = f"{tag}a", f"{tag}b"
+    if _ip("netns", "add", na, check=False).returncode != 0:
+        assert not os.environ.get("CI"), "CI must be able to make network namespaces (root)"
+        pytest.skip("cannot make a network namespace here (not root)")
+    try:
+        _ip("netns", "add", nb)
+        _ip("-n", na, "link", "add", "eth0", "type", "veth", "peer", "name", "eth0", "netns", nb)
+        for ns, addr in ((na, "10.78.0.1/24"), (nb, "10.78.0.2/24")):
+            _ip("-n", ns, "addr", "add", addr, "dev", "eth0")
+            _ip("-n", ns, "link", "set", "eth0", "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+        (tmp_path / "src.py").write_text(PYTHON_SOURCE_ACROSS_HOSTS)
+        arr = "type: array, element-type: uint32, shape: [-1, 64]"
+        import random
+        rng = random.Random(2929)
+        for round_ in range(3):
+            k = rng.randrange(20, 300)
+            yaml = f"""
+api-version: 0.5.0
+name: py-hosts
+placement:
+  default: a
+  hosts:
+    b: [sink]
+operators:
+- name: src
+  container: {{image: python, command: [{sys.executable}, ./src.py], variables: {{FAIL_AT: '{k}'}}}}
+  output: [{{name: v, {arr}}}]
+- name: sink
+  container: {{image: rust, command: [{streamop}, sink, v], variables: {{ERRORS_ON_STDOUT: '1'}}}}
+  input: [{{from: src, name: v, {arr}}}]
+streaming:
+  frames: 100000
+  max-shape:
+    src/v: [4, 64]
+"""
+            (tmp_path / "p.yaml").write_text(yaml)
+            port = 7490 + round_
+            script = 'mount -t tmpfs -o size=1g tmpfs /dev/shm && exec "$@"'
+            runs = []
+            for ns, host, net in (
+                (na, "a", ["--listen", f"tcp/10.78.0.1:{port}"]),
+                (nb, "b", ["--listen", f"tcp/10.78.0.2:{port}", "--connect", f"tcp/10.78.0.1:{port}"]),
+            ):
+                runs.append(subprocess.Popen(
+                    ["ip", "netns", "exec", ns, "unshare", "--mount", "--propagation", "private",
+                     "sh", "-c", script, "sh", cli, "run", str(tmp_path / "p.yaml"), "--host", host,
+                     "--run-id", f"r{round_}", "--join-timeout", "30", "--lease", "2",
+                     "--report", "json", *net],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path))
+            failures = []
+            for host, p in zip("ab", runs):
+                out, err = p.communicate(timeout=120)
+                assert p.returncode == 1, (host, out, err)
+                failures.append(json.loads(out)["failure"])
+                assert f"fastio: operator src on host a exited with status 1 at frame {k}" in err, (host, err)
+            want = {"kind": "exited", "operator": "src", "host": "a", "code": 1, "frame": k}
+            for host, f in zip("ab", failures):
+                assert {key: f[key] for key in want} == want, (round_, host, f)
+            assert failures[0] == failures[1]
+            print("round", round_, "k", k, failures[0]["text"])
+    finally:
+        _ip("netns", "del", na, check=False)
+        _ip("netns", "del", nb, check=False)
