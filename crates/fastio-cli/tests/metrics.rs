@@ -209,13 +209,13 @@ fn a_stream_scraped_has_frames_and_a_latency_histogram() {
 #[test]
 fn a_failure_is_in_the_metrics_as_in_the_report() {
     let dir = std::env::temp_dir().join(format!("fastio-metrics-f-{}", std::process::id()));
-    // `y` ignores SIGTERM, so the run lasts its grace period after `x`
-    // fails: time to scrape.
+    // `y` ignores SIGTERM (its trap is set before `x` fails), so the run
+    // lasts its grace period after `x` fails: time to scrape.
     let yaml = write(
         &dir,
         "p.yaml",
         "api-version: 0.5.0\nname: fails\noperators:\n\
-         - name: x\n  container: {image: sh, command: [sh, -c, 'exit 3']}\n\
+         - name: x\n  container: {image: sh, command: [sh, -c, 'sleep 0.5; exit 3']}\n\
          - name: y\n  container: {image: sh, command: [sh, -c, 'trap \"\" TERM; sleep 4']}\n",
     );
     let port = port();
@@ -233,7 +233,27 @@ fn a_failure_is_in_the_metrics_as_in_the_report() {
         .spawn()
         .unwrap();
     let series = "fastio_operator_failed{operator=\"x\",kind=\"exited\",consequence=\"false\",text=\"operator x exited with status 3\"}";
-    let body = scrape_until(port, |b| value(b, series).is_some());
+    let mut child = child;
+    let t0 = Instant::now();
+    let body = loop {
+        if let Some((_, body)) = get(port, "/metrics")
+            && value(&body, series).is_some()
+        {
+            break body;
+        }
+        if let Some(st) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            child
+                .stderr
+                .take()
+                .unwrap()
+                .read_to_string(&mut err)
+                .unwrap();
+            panic!("the run ended ({st}) before the scrape showed its failure: {err}");
+        }
+        assert!(t0.elapsed() < Duration::from_secs(30), "no scrape");
+        std::thread::sleep(Duration::from_millis(50));
+    };
     assert_eq!(value(&body, series), Some(1.0), "{body}");
     assert!(
         body.contains("# TYPE fastio_operator_failed gauge\n"),
