@@ -678,11 +678,26 @@ fn a_cut_link_fails_both_hosts_without_a_hang() {
     let Some(mut hosts) = Hosts::new("cut", 2) else {
         return;
     };
-    let file = transfer_yaml(&hosts.dir, "cut");
+    // The producer runs long (a minute): the cut always comes while the
+    // run is under way, at a random point of its first two seconds.
+    let yaml = format!(
+        "api-version: 0.5.0\nname: cut\nplacement:\n  default: a\n  hosts:\n    b: [sink]\noperators:\n{}{}",
+        op(
+            "src",
+            "sleep, '60'",
+            "  output:\n  - {name: v, type: array, element-type: float32, shape: [4]}\n"
+        ),
+        op(
+            "sink",
+            "checksum, v",
+            "  input:\n  - {from: src, name: v, type: array, element-type: float32, shape: [4]}\n"
+        ),
+    );
+    let file = write(&hosts.dir, "cut.yaml", &yaml);
     let a = hosts.start(0, &run_args(&file, "a", hosts.net_args(0, 7447), &[]));
     let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, 7447), &[]));
     operator_of(hosts.pid(a));
-    sleep_ms(Rng(0xc0ffee).below(3000));
+    sleep_ms(Rng(0xc0ffee).below(2000));
     hosts.cut(0);
     let t = Instant::now();
     let mut both = hosts.wait_all(&[a, b]).into_iter();
