@@ -47,6 +47,24 @@ fn scrape_until(port: u16, want: impl Fn(&str) -> bool) -> String {
     panic!("the scrape never showed what was wanted; last:\n{last}");
 }
 
+/// `fastio run FILE --report json --metrics 127.0.0.1:PORT`, its output
+/// piped.
+fn run_with_metrics(file: &std::path::Path, port: u16) -> std::process::Child {
+    Command::new(fastio())
+        .args([
+            "run",
+            file.to_str().unwrap(),
+            "--report",
+            "json",
+            "--metrics",
+        ])
+        .arg(format!("127.0.0.1:{port}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 /// The value of the sample `series` (name and labels, exactly).
 fn value(body: &str, series: &str) -> Option<f64> {
     body.lines()
@@ -67,19 +85,7 @@ fn a_one_shot_run_scraped_while_it_runs_and_against_its_report() {
          - {from: a, name: v, type: array, element-type: float32, shape: [256, 256]}\n",
     );
     let port = port();
-    let child = Command::new(fastio())
-        .args([
-            "run",
-            yaml.to_str().unwrap(),
-            "--report",
-            "json",
-            "--metrics",
-        ])
-        .arg(format!("127.0.0.1:{port}"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = run_with_metrics(&yaml, port);
     // While `a` runs: its state, the context's memory, the types.
     let body = scrape_until(port, |b| {
         value(b, "fastio_operator_state{operator=\"a\",state=\"running\"}") == Some(1.0)
@@ -155,19 +161,7 @@ fn a_stream_scraped_has_frames_and_a_latency_histogram() {
         ),
     );
     let port = port();
-    let child = Command::new(fastio())
-        .args([
-            "run",
-            yaml.to_str().unwrap(),
-            "--report",
-            "json",
-            "--metrics",
-        ])
-        .arg(format!("127.0.0.1:{port}"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = run_with_metrics(&yaml, port);
     let body = scrape_until(port, |b| {
         value(b, "fastio_edge_latency_seconds_count{entry=\"src/v\"}").is_some_and(|n| n >= 100.0)
     });
@@ -219,21 +213,8 @@ fn a_failure_is_in_the_metrics_as_in_the_report() {
          - name: y\n  container: {image: sh, command: [sh, -c, 'trap \"\" TERM; sleep 4']}\n",
     );
     let port = port();
-    let child = Command::new(fastio())
-        .args([
-            "run",
-            yaml.to_str().unwrap(),
-            "--report",
-            "json",
-            "--metrics",
-        ])
-        .arg(format!("127.0.0.1:{port}"))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = run_with_metrics(&yaml, port);
     let series = "fastio_operator_failed{operator=\"x\",kind=\"exited\",consequence=\"false\",text=\"operator x exited with status 3\"}";
-    let mut child = child;
     let t0 = Instant::now();
     let body = loop {
         if let Some((_, body)) = get(port, "/metrics")

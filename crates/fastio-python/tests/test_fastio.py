@@ -571,13 +571,28 @@ print(f"python stage: {n} frames, {ticks[0]} ticks")
 """
 
 
+def binaries():
+    """The `fastio` and `fio-streamop` binaries `cargo xtask python` gives
+    (FASTIO_CLI, FASTIO_STREAMOP); the test is skipped without them."""
+    cli, streamop = os.environ.get("FASTIO_CLI"), os.environ.get("FASTIO_STREAMOP")
+    if not (cli and streamop):
+        pytest.skip("binaries not given (run through cargo xtask python)")
+    return cli, streamop
+
+
+def run_definition(cli, tmp_path, yaml, *args):
+    """Writes `yaml` as `p.yaml` in `tmp_path` and runs `fastio run` on it
+    there (the operators' scripts are beside it)."""
+    (tmp_path / "p.yaml").write_text(yaml)
+    return subprocess.run([cli, "run", str(tmp_path / "p.yaml"), *args],
+                          capture_output=True, text=True, timeout=180)
+
+
 def test_python_stage_in_a_streaming_pipeline(tmp_path):
     """Issue 18: `for frame in op:` between Rust operators that check every
     word; input views are read-only and keep their frames; the GIL is
     released while waiting."""
-    cli, streamop = os.environ.get("FASTIO_CLI"), os.environ.get("FASTIO_STREAMOP")
-    if not (cli and streamop):
-        pytest.skip("binaries not given (run through cargo xtask python)")
+    cli, streamop = binaries()
     (tmp_path / "stage.py").write_text(PYTHON_STAGE)
     arr = "type: array, element-type: uint32, shape: [-1, 64]"
     yaml = f"""
@@ -601,11 +616,7 @@ streaming:
     src/v: [16, 64]
     py/w: [16, 64]
 """
-    (tmp_path / "p.yaml").write_text(yaml)
-    p = subprocess.run(
-        [cli, "run", str(tmp_path / "p.yaml"), "--report", "json"],
-        capture_output=True, text=True, timeout=180,
-    )
+    p = run_definition(cli, tmp_path, yaml, "--report", "json")
     assert p.returncode == 0, (p.stdout, p.stderr)
     assert "[py] python stage: 1000 frames" in p.stderr, p.stderr
     assert "[sink] sink: 1000 frames" in p.stderr
@@ -638,9 +649,7 @@ def test_a_python_sink_asking_for_a_name_two_inputs_share_gets_an_error_naming_b
     """Issue 28: two producers' outputs are both called `out`; `out` is an
     error naming both entries, and each entry name gives its own producer's
     frames (word 0 counts the stages a frame went through)."""
-    cli, streamop = os.environ.get("FASTIO_CLI"), os.environ.get("FASTIO_STREAMOP")
-    if not (cli and streamop):
-        pytest.skip("binaries not given (run through cargo xtask python)")
+    cli, streamop = binaries()
     (tmp_path / "sink.py").write_text(PYTHON_TWO_INPUTS_SINK)
     arr = "type: array, element-type: uint32, shape: [-1, 64]"
     yaml = f"""
@@ -663,8 +672,7 @@ streaming:
     m1/out: [16, 64]
     m2/out: [16, 64]
 """
-    (tmp_path / "p.yaml").write_text(yaml)
-    p = subprocess.run([cli, "run", str(tmp_path / "p.yaml")], capture_output=True, text=True, timeout=180)
+    p = run_definition(cli, tmp_path, yaml)
     assert p.returncode == 0, (p.stdout, p.stderr)
     assert "[sink] python sink: 40 frames" in p.stdout, p.stdout
     assert '[sink] python sink: the name "out" matches two entries' in p.stdout, p.stdout
@@ -695,9 +703,7 @@ def test_a_python_source_ends_its_stream_on_purpose_with_frames_close(tmp_path):
     """Issue 28: `op.frames.close()` ends a Python source's outputs: the sink
     sees exactly the frames published before it and the end of the stream,
     not a poisoned input, and the run succeeds."""
-    cli, streamop = os.environ.get("FASTIO_CLI"), os.environ.get("FASTIO_STREAMOP")
-    if not (cli and streamop):
-        pytest.skip("binaries not given (run through cargo xtask python)")
+    cli, streamop = binaries()
     (tmp_path / "src.py").write_text(PYTHON_SOURCE_THAT_CLOSES)
     arr = "type: array, element-type: uint32, shape: [-1, 64]"
     yaml = f"""
@@ -715,8 +721,7 @@ streaming:
   max-shape:
     src/v: [4, 64]
 """
-    (tmp_path / "p.yaml").write_text(yaml)
-    p = subprocess.run([cli, "run", str(tmp_path / "p.yaml")], capture_output=True, text=True, timeout=180)
+    p = run_definition(cli, tmp_path, yaml)
     assert p.returncode == 0, (p.stdout, p.stderr)
     assert "[src] python source: closed after 30 frames" in p.stdout, p.stdout
     assert "[sink] sink: 30 frames" in p.stdout, p.stdout
@@ -738,23 +743,15 @@ for frame in fastio.Operator.from_env():
 """
 
 
-def test_a_python_source_that_raises_is_the_root_cause_not_its_sink(tmp_path):
-    """Issue 29: a Python source raises at a random frame; its sink, which
-    prints its poisoned input on stdout, is never blamed: the CLI's line
-    and `--report json` name the source and the frame, every time."""
-    cli, streamop = os.environ.get("FASTIO_CLI"), os.environ.get("FASTIO_STREAMOP")
-    if not (cli and streamop):
-        pytest.skip("binaries not given (run through cargo xtask python)")
-    (tmp_path / "src.py").write_text(PYTHON_SOURCE_THAT_RAISES)
+def raising_source_yaml(streamop, k, placement=""):
+    """A Python source (`./src.py`, PYTHON_SOURCE_THAT_RAISES) raising at
+    frame `k`, its frames to a `fio-streamop` sink that prints its errors
+    on stdout; `placement` as a section of the definition."""
     arr = "type: array, element-type: uint32, shape: [-1, 64]"
-    import random
-    rng = random.Random(29)
-    for _ in range(4):
-        k = rng.randrange(3, 400)
-        yaml = f"""
+    return f"""
 api-version: 0.5.0
 name: py-raises
-operators:
+{placement}operators:
 - name: src
   container: {{image: python, command: [{sys.executable}, ./src.py], variables: {{FAIL_AT: '{k}'}}}}
   output: [{{name: v, {arr}}}]
@@ -766,9 +763,19 @@ streaming:
   max-shape:
     src/v: [4, 64]
 """
-        (tmp_path / "p.yaml").write_text(yaml)
-        p = subprocess.run([cli, "run", str(tmp_path / "p.yaml"), "--report", "json"],
-                           capture_output=True, text=True, timeout=180)
+
+
+def test_a_python_source_that_raises_is_the_root_cause_not_its_sink(tmp_path):
+    """Issue 29: a Python source raises at a random frame; its sink, which
+    prints its poisoned input on stdout, is never blamed: the CLI's line
+    and `--report json` name the source and the frame, every time."""
+    cli, streamop = binaries()
+    (tmp_path / "src.py").write_text(PYTHON_SOURCE_THAT_RAISES)
+    import random
+    rng = random.Random(29)
+    for _ in range(4):
+        k = rng.randrange(3, 400)
+        p = run_definition(cli, tmp_path, raising_source_yaml(streamop, k), "--report", "json")
         assert p.returncode == 1, (p.stdout, p.stderr)
         failure = json.loads(p.stdout)["failure"]
         want = {"kind": "exited", "operator": "src", "host": None, "code": 1, "frame": k}
@@ -936,9 +943,6 @@ def test_a_full_dev_shm_raises_no_space_error(tmp_path):
     assert lines[1:] == ["after: ok"], p
 
 
-PYTHON_SOURCE_ACROSS_HOSTS = PYTHON_SOURCE_THAT_RAISES
-
-
 def _ip(*args, check=True):
     return subprocess.run(["ip", *args], capture_output=True, text=True, check=check)
 
@@ -949,9 +953,7 @@ def test_a_python_source_that_raises_on_one_host_is_the_root_cause_on_both(tmp_p
     its frames stream to a sink on host b. Both hosts name the same typed
     root cause (the source, its host and frame), never b's sink, every
     time."""
-    cli, streamop = os.environ.get("FASTIO_CLI"), os.environ.get("FASTIO_STREAMOP")
-    if not (cli and streamop):
-        pytest.skip("binaries not given (run through cargo xtask python)")
+    cli, streamop = binaries()
     tag = f"fpy{os.getpid() % 100000}"
     na, nb = f"{tag}a", f"{tag}b"
     if _ip("netns", "add", na, check=False).returncode != 0:
@@ -964,32 +966,13 @@ def test_a_python_source_that_raises_on_one_host_is_the_root_cause_on_both(tmp_p
             _ip("-n", ns, "addr", "add", addr, "dev", "eth0")
             _ip("-n", ns, "link", "set", "eth0", "up")
             _ip("-n", ns, "link", "set", "lo", "up")
-        (tmp_path / "src.py").write_text(PYTHON_SOURCE_ACROSS_HOSTS)
-        arr = "type: array, element-type: uint32, shape: [-1, 64]"
+        (tmp_path / "src.py").write_text(PYTHON_SOURCE_THAT_RAISES)
         import random
         rng = random.Random(2929)
+        placement = "placement:\n  default: a\n  hosts:\n    b: [sink]\n"
         for round_ in range(3):
             k = rng.randrange(20, 300)
-            yaml = f"""
-api-version: 0.5.0
-name: py-hosts
-placement:
-  default: a
-  hosts:
-    b: [sink]
-operators:
-- name: src
-  container: {{image: python, command: [{sys.executable}, ./src.py], variables: {{FAIL_AT: '{k}'}}}}
-  output: [{{name: v, {arr}}}]
-- name: sink
-  container: {{image: rust, command: [{streamop}, sink, v], variables: {{ERRORS_ON_STDOUT: '1'}}}}
-  input: [{{from: src, name: v, {arr}}}]
-streaming:
-  frames: 100000
-  max-shape:
-    src/v: [4, 64]
-"""
-            (tmp_path / "p.yaml").write_text(yaml)
+            (tmp_path / "p.yaml").write_text(raising_source_yaml(streamop, k, placement))
             port = 7490 + round_
             script = 'mount -t tmpfs -o size=1g tmpfs /dev/shm && exec "$@"'
             runs = []
