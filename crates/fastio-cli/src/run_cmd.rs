@@ -81,10 +81,21 @@ pub(crate) struct RunArgs {
     #[arg(long, value_name = "SECS", default_value_t = 3.0, requires = "host")]
     lease: f64,
     /// A Zenoh configuration file (json5) to start from, for a router or
-    /// client mode (endpoints are `tcp/` only: this build has no TLS); the
-    /// options above are set on top of it.
+    /// client mode, or mutual TLS by its own keys; the options above are
+    /// set on top of it.
     #[arg(long, value_name = "FILE", requires = "host")]
     zenoh_config: Option<PathBuf>,
+    /// Mutual TLS between hosts: the CA (PEM) that signed every host's
+    /// certificate, the same on every host. With --tls-cert and
+    /// --tls-key; endpoints are then `tls/ADDR:PORT` (docs/hosts.md).
+    #[arg(long, value_name = "FILE", requires_all = ["host", "tls_cert", "tls_key"])]
+    tls_ca: Option<PathBuf>,
+    /// This host's certificate (PEM), its common name the --host name.
+    #[arg(long, value_name = "FILE", requires_all = ["host", "tls_ca", "tls_key"])]
+    tls_cert: Option<PathBuf>,
+    /// This host's private key (PEM).
+    #[arg(long, value_name = "FILE", requires_all = ["host", "tls_ca", "tls_cert"])]
+    tls_key: Option<PathBuf>,
 }
 
 /// The link of `--host NAME` to the other hosts of the run.
@@ -110,10 +121,29 @@ fn host_link(
     o.join_timeout = secs("--join-timeout", args.join_timeout)?;
     o.lease = secs("--lease", args.lease)?;
     o.config_file = args.zenoh_config.clone();
-    fastio_net::ZenohLink::new(pipeline, o).map_err(|message| Failure {
+    if let (Some(ca), Some(cert), Some(key)) = (&args.tls_ca, &args.tls_cert, &args.tls_key) {
+        o.tls = Some(fastio_net::TlsFiles {
+            ca: ca.clone(),
+            cert: cert.clone(),
+            key: key.clone(),
+        });
+    }
+    let refused = |message: fastio_net::NetError| Failure {
         message: format!("{}: {message}", args.def.file.display()),
         code: 2,
-    })
+    };
+    // Which link a run uses, said before it starts.
+    let transport = o.transport().map_err(refused)?;
+    // The whole configuration, checked before anything is said or opened.
+    o.zenoh_config().map_err(refused)?;
+    if let fastio_net::Transport::MutualTls(files) = &transport {
+        files.check(host).map_err(refused)?;
+    }
+    eprintln!(
+        "fastio: host {host} joins run {} over {transport}",
+        o.run_id
+    );
+    fastio_net::ZenohLink::new(pipeline, o).map_err(refused)
 }
 
 fn outcome_text(o: &Outcome) -> String {

@@ -11,6 +11,9 @@
 //! the cases say so and pass only outside CI.
 
 mod common;
+/// Mutual TLS between the namespace hosts, and peers that should not join.
+#[path = "hosts/tls.rs"]
+mod tls;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -144,6 +147,11 @@ impl Hosts {
     /// Starts `fastio ARGS` on host `i` (in its namespaces); its index
     /// among the running.
     fn start(&mut self, i: usize, args: &[String]) -> usize {
+        self.start_program(i, Path::new(fastio()), args)
+    }
+
+    /// Starts `PROGRAM ARGS` on host `i`, as [`Hosts::start`] does.
+    fn start_program(&mut self, i: usize, program: &Path, args: &[String]) -> usize {
         let k = self.running.len();
         let pidfile = self.dir.join(format!("pid{k}"));
         let script = "mount -t tmpfs -o size=4g tmpfs /dev/shm || exit 97\n\
@@ -158,7 +166,8 @@ impl Hosts {
         let child = Command::new("ip")
             .args(["netns", "exec", &self.ns(i)])
             .args(["unshare", "--mount", "--propagation", "private"])
-            .args(["sh", "-c", script, "sh", fastio()])
+            .args(["sh", "-c", script, "sh"])
+            .arg(program)
             .args(args)
             .env("PIDFILE", &pidfile)
             .stdin(Stdio::null())
@@ -232,8 +241,20 @@ impl Hosts {
                 break;
             }
             if Instant::now() > deadline {
+                // The driver and its operators go, so the pipes close.
+                if let Ok(pid) = std::fs::read_to_string(&self.running[k].1) {
+                    let pid = pid.trim();
+                    let _ = Command::new("pkill").args(["-9", "-P", pid]).status();
+                    let _ = Command::new("kill").args(["-9", pid]).status();
+                }
+                let child = &mut self.running[k].0;
                 let _ = child.kill();
-                panic!("run {k} hung: killed after {RUN_LIMIT:?}");
+                let _ = child.wait();
+                panic!(
+                    "run {k} hung: killed after {RUN_LIMIT:?}\n{}\n{}",
+                    t_out.join().unwrap(),
+                    t_err.join().unwrap()
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -911,6 +932,12 @@ fn the_volume_demo_runs_on_two_hosts_as_the_readme_says() {
     let Some(mut hosts) = Hosts::new("vol", 2) else {
         return;
     };
+    volume_demo(&mut hosts, &|h: &Hosts, i, _| h.net_args(i, 7447));
+}
+
+/// The README's two-host volume demo on `hosts` (0: scanner, 1: gpu),
+/// each host with the network arguments `net(hosts, i, name)` gives.
+fn volume_demo(hosts: &mut Hosts, net: &dyn Fn(&Hosts, usize, &str) -> Vec<String>) {
     // The README's definition, with the operators this test built instead
     // of `cargo run` (as the one-host demo test does).
     let text = std::fs::read_to_string(
@@ -937,13 +964,16 @@ fn the_volume_demo_runs_on_two_hosts_as_the_readme_says() {
     }
     let file = write(&hosts.dir, "two-hosts.yaml", &yaml);
     let out = hosts.dir.join("out");
-    let scanner = hosts.start(0, &run_args(&file, "scanner", hosts.net_args(0, 7447), &[]));
+    let scanner = hosts.start(
+        0,
+        &run_args(&file, "scanner", net(hosts, 0, "scanner"), &[]),
+    );
     let gpu = hosts.start(
         1,
         &run_args(
             &file,
             "gpu",
-            hosts.net_args(1, 7447),
+            net(hosts, 1, "gpu"),
             &["--output", &out.display().to_string()],
         ),
     );

@@ -17,6 +17,16 @@ pub enum NetError {
         /// What Zenoh said.
         why: String,
     },
+    /// A TLS file of this host cannot serve (unreadable, not a
+    /// certificate, naming another host, expired), or TLS options that
+    /// would let an unauthenticated peer in.
+    #[error("tls {what}: {why}")]
+    Tls {
+        /// The file or the option.
+        what: String,
+        /// What is wrong.
+        why: String,
+    },
     /// The host asked for runs no operator of the pipeline.
     #[error("host {host:?} runs no operator of this pipeline (its hosts: {hosts})")]
     UnknownHost {

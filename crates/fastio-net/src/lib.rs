@@ -21,6 +21,11 @@
 //! tokens tell each host when another host's driver is gone: the run then
 //! fails on every host with a message naming the host and the operator.
 //!
+//! Between hosts the link is plain TCP or mutual TLS ([`Transport`]):
+//! over TLS each host proves its name with a certificate of the run's CA,
+//! and Zenoh's access control, made from the placement, lets a peer speak
+//! only as the host its certificate names ([`access_control`]).
+//!
 //! [`wire`] is the format of what crosses (documented for readers without
 //! fastio, such as a plain Zenoh subscriber in Python).
 
@@ -37,4 +42,7 @@ pub mod wire;
 #[cfg(feature = "zenoh")]
 pub use error::NetError;
 #[cfg(feature = "zenoh")]
-pub use link::{NetOptions, ZenohLink, run_prefix, valid_run_id};
+pub use link::{
+    CertificateSummary, NetOptions, Refusals, TlsFiles, Transport, ZenohLink, access_control,
+    read_certificate, refusals, run_prefix, valid_run_id, watch_refusals,
+};

@@ -17,6 +17,8 @@
 //!   SEED; prints `checksum OUT <hex> <shape>`.
 //! * `checksum IN...` — prints `checksum IN <hex> <shape>` of each input
 //!   (the same line as `pattern`'s for the same bytes and shape).
+//!
+//! With `START_DELAY_MS` set, any action waits that long first.
 
 #![forbid(unsafe_code)]
 
@@ -78,6 +80,12 @@ fn main() {
 fn run() -> Result {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
+    if let Some(ms) = std::env::var("START_DELAY_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
     match arg(0).as_str() {
         "fail" => {
             eprintln!("failing on purpose");

@@ -9,21 +9,41 @@ impl ZenohLink {
         let p = &inner.pipeline;
         let prefix = inner.prefix.clone();
         let here_name = self.opts.host.clone();
-        let session = zenoh::open(self.opts.zenoh_config()?)
+        let mut config = self.opts.zenoh_config()?;
+        let tls = matches!(self.opts.transport()?, Transport::MutualTls(_));
+        if let Transport::MutualTls(files) = self.opts.transport()? {
+            files.check(&here_name)?;
+            let acl = trust::access_control(p, &prefix);
+            config
+                .insert_json5("access_control", &acl)
+                .map_err(|e| NetError::Config {
+                    what: "access_control".into(),
+                    why: e.to_string(),
+                })?;
+        }
+        let session = zenoh::open(config)
             .wait()
             .map_err(|e| NetError::Zenoh(format!("cannot open a session: {e}")))?;
+        if tls {
+            self.link_watch = Some(watch_links(&session, p, &here_name)?);
+        }
         // 1. Publishers: status, and each entry produced here that another
         //    host reads.
         // Every publisher of ours: reliable, blocking when the link is
         // full (back-pressure, never a dropped piece), sent at once.
+        // Each is awaited below until a subscriber of another host
+        // matches it: what is put before that is dropped by Zenoh.
+        let declared: std::cell::RefCell<Vec<Arc<Publisher<'static>>>> = Default::default();
         let publisher = |key: String| {
-            session
+            let p = session
                 .declare_publisher(key)
                 .congestion_control(CongestionControl::Block)
                 .express(true)
                 .wait()
                 .map(Arc::new)
-                .map_err(|e| NetError::Zenoh(e.to_string()))
+                .map_err(|e| NetError::Zenoh(e.to_string()))?;
+            declared.borrow_mut().push(p.clone());
+            Ok(p)
         };
         self.status = Some(publisher(format!("{prefix}/status/{here_name}"))?);
         let streaming = p.plan.streaming.is_some();
@@ -165,15 +185,34 @@ impl ZenohLink {
                     .cloned()
                     .collect()
             };
-            if missing.is_empty() {
+            // Every host's token is seen; its subscribers may still be
+            // on their way (Zenoh does not order a peer's declarations
+            // of different kinds): each publisher waits for its match.
+            let unmatched: Vec<String> = declared
+                .borrow()
+                .iter()
+                .filter(|p| !p.matching_status().wait().is_ok_and(|m| m.matching()))
+                .map(|p| p.key_expr().as_str().to_owned())
+                .collect();
+            if missing.is_empty() && unmatched.is_empty() {
                 for work in self.pending.drain(..) {
                     self.workers.push(std::thread::spawn(work));
                 }
                 return Ok(());
             }
-            if Instant::now() >= deadline {
+            if Instant::now() >= deadline && missing.is_empty() {
                 return Err(NetError::NotJoined(format!(
-                    "host {here_name}: {} of pipeline {} did not join run {} within {:.0?} (connect: {}; listen: {})",
+                    "host {here_name}: every host of pipeline {} joined run {}, but within {:.0?} none subscribed to {}",
+                    p.name,
+                    self.opts.run_id,
+                    self.opts.join_timeout,
+                    unmatched.join(", ")
+                )));
+            }
+            if Instant::now() >= deadline {
+                let refused = refusals().all();
+                return Err(NetError::NotJoined(format!(
+                    "host {here_name}: {} of pipeline {} did not join run {} within {:.0?} (connect: {}; listen: {}){}",
                     if missing.len() == 1 {
                         format!("host {}", missing[0])
                     } else {
@@ -191,6 +230,11 @@ impl ZenohLink {
                         "-".into()
                     } else {
                         self.opts.listen.join(" ")
+                    },
+                    if refused.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; refused meanwhile: {}", refused.join("; "))
                     },
                 )));
             }
@@ -315,4 +359,54 @@ impl ZenohLink {
         }
         Ok(())
     }
+}
+
+/// Notes in [`refusals`] every link whose certificate names no host this
+/// host can accept: a name outside the run, this host's own name, or a
+/// host that is linked already from another peer. The access control
+/// drops whatever such a peer says; this only tells why.
+fn watch_links(
+    session: &Session,
+    p: &Pipeline,
+    here: &str,
+) -> Result<zenoh::session::LinkEventsListener<()>, NetError> {
+    let hosts = p.placement.hosts.clone();
+    let here = here.to_owned();
+    // Peer id → the name its certificate gives.
+    let named: Mutex<BTreeMap<String, String>> = Mutex::new(BTreeMap::new());
+    session
+        .info()
+        .link_events_listener()
+        .history(true)
+        .callback(move |ev: zenoh::session::LinkEvent| {
+            let link = ev.link();
+            let peer = link.zid().to_string();
+            let mut named = named.lock().unwrap_or_else(|e| e.into_inner());
+            if ev.kind() == SampleKind::Delete {
+                named.remove(&peer);
+                return;
+            }
+            let at = link.dst().to_string();
+            let Some(name) = link.auth_identifier().map(str::to_owned) else {
+                refusals().note(format!("a peer at {at} without a certificate name"));
+                return;
+            };
+            if !hosts.contains(&name) {
+                refusals().note(format!(
+                    "a peer at {at} with a certificate for {name:?}, not a host of this run (hosts: {})",
+                    hosts.join(", ")
+                ));
+            } else if name == here {
+                refusals().note(format!(
+                    "a peer at {at} with the certificate of this host ({name:?}): it may speak only as {name}"
+                ));
+            } else if named.iter().any(|(z, n)| *n == name && *z != peer) {
+                refusals().note(format!(
+                    "a second peer at {at} with the certificate of host {name:?}: it may speak only as {name}"
+                ));
+            }
+            named.insert(peer, name);
+        })
+        .wait()
+        .map_err(|e| NetError::Zenoh(e.to_string()))
 }

@@ -47,10 +47,15 @@ mod members;
 mod options;
 mod receive;
 mod send;
+mod trust;
 
 pub use keys::{run_prefix, valid_run_id};
 pub(crate) use members::Inner;
-pub use options::NetOptions;
+pub use options::{NetOptions, Transport};
+pub use trust::{
+    CertificateSummary, Refusals, TlsFiles, access_control, read_certificate, refusals,
+    watch_refusals,
+};
 
 use members::*;
 use receive::*;
@@ -67,6 +72,8 @@ pub struct ZenohLink {
     entry_pubs: BTreeMap<usize, Arc<Publisher<'static>>>,
     subscribers: Vec<Subscriber<()>>,
     host_token: Option<LivelinessToken>,
+    /// Notes peers whose certificates this run cannot accept (TLS only).
+    link_watch: Option<zenoh::session::LinkEventsListener<()>>,
     op_tokens: BTreeMap<usize, LivelinessToken>,
     workers: Vec<JoinHandle<()>>,
     /// Forwarders and bridges of streams, started once every host joined.
@@ -99,8 +106,9 @@ impl ZenohLink {
         if !valid_run_id(&opts.run_id) {
             return Err(NetError::RunId(opts.run_id.clone()));
         }
-        // Zenoh's own log, when RUST_LOG asks for it (to stderr).
-        zenoh::try_init_log_from_env();
+        // Zenoh's own log, when RUST_LOG asks for it (to stderr), and the
+        // TLS handshakes it refuses.
+        watch_refusals();
         let (tx, rx) = unbounded();
         Ok(ZenohLink {
             inner: Arc::new(Inner {
@@ -118,6 +126,7 @@ impl ZenohLink {
             entry_pubs: BTreeMap::new(),
             subscribers: Vec::new(),
             host_token: None,
+            link_watch: None,
             op_tokens: BTreeMap::new(),
             workers: Vec::new(),
             pending: Vec::new(),

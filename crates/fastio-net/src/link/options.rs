@@ -1,7 +1,15 @@
 //! How one host joins a run ([`NetOptions`]) and the Zenoh
 //! configuration it makes.
 
+use super::trust::TlsFiles;
 use super::*;
+
+/// A JSON string's text (`None` for `null` or anything else).
+fn serde_text(json: &str) -> Option<String> {
+    let t = json.trim();
+    let inner = t.strip_prefix('"')?.strip_suffix('"')?;
+    (!inner.contains('"') && !inner.contains('\\')).then(|| inner.to_owned())
+}
 
 /// How one host joins a run.
 #[derive(Debug, Clone)]
@@ -25,6 +33,95 @@ pub struct NetOptions {
     /// Whether to scout for peers by multicast (off: only the endpoints
     /// given, or the file's).
     pub multicast_scouting: bool,
+    /// Mutual TLS between the hosts ([`trust`](super::trust)): the same
+    /// CA on every host, this host's certificate and key. `None`: plain
+    /// TCP, unless the configuration file turns mutual TLS on.
+    pub tls: Option<TlsFiles>,
+}
+
+/// How the hosts of a run reach each other ([`NetOptions::transport`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// Plain TCP (`tcp/` endpoints): neither authenticated nor encrypted,
+    /// for a link that is trusted already.
+    Tcp,
+    /// Mutual TLS 1.3 over QUIC (`quic/` endpoints): each host proves its
+    /// name with a certificate of the run's CA, and everything between
+    /// hosts is encrypted.
+    MutualTls(TlsFiles),
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Transport::Tcp => {
+                f.write_str("plain TCP (hosts not authenticated, data not encrypted)")
+            }
+            Transport::MutualTls(t) => write!(
+                f,
+                "mutual TLS over QUIC (CA {}, certificate {})",
+                t.ca.display(),
+                t.cert.display()
+            ),
+        }
+    }
+}
+
+/// The endpoints of `key` (`connect/endpoints`, `listen/endpoints`) in
+/// the mode of `c`: a list, or a list per mode.
+fn endpoints(c: &zenoh::Config, key: &str) -> Vec<String> {
+    let Ok(text) = c.get_json(key) else {
+        return Vec::new();
+    };
+    let mode = c
+        .get_json("mode")
+        .ok()
+        .and_then(|m| serde_json::from_str::<String>(&m).ok())
+        .unwrap_or_else(|| "peer".into());
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let list = match &value {
+        serde_json::Value::Object(per_mode) => per_mode.get(&mode).cloned().unwrap_or_default(),
+        v => v.clone(),
+    };
+    list.as_array()
+        .map(|l| {
+            l.iter()
+                .filter_map(|e| e.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Refuses what would let an unauthenticated peer in: a `tls/` endpoint
+/// without mutual TLS, or another kind of endpoint beside mutual TLS.
+fn check_endpoints(c: &zenoh::Config, transport: &Transport) -> Result<(), NetError> {
+    for key in ["connect/endpoints", "listen/endpoints"] {
+        for e in endpoints(c, key) {
+            if e.starts_with("tls/") {
+                return Err(NetError::Tls {
+                    what: e,
+                    why: "tls/ endpoints are not built: Zenoh's TLS-over-TCP link reads and writes one TLS session from two threads at once (eclipse-zenoh/zenoh#2557) and drops connections under traffic both ways; use quic/ endpoints, the same mutual TLS 1.3 over QUIC".into(),
+                });
+            }
+            let quic = e.starts_with("quic/");
+            match transport {
+                Transport::Tcp if quic => {
+                    return Err(NetError::Tls {
+                        what: e,
+                        why: "a quic/ endpoint needs --tls-ca, --tls-cert and --tls-key (mutual TLS: without client certificates any peer could join)".into(),
+                    });
+                }
+                Transport::MutualTls(_) if !quic => {
+                    return Err(NetError::Tls {
+                        what: e,
+                        why: "a run over mutual TLS takes quic/ endpoints only (a plain one would let any peer in)".into(),
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 impl NetOptions {
@@ -40,18 +137,63 @@ impl NetOptions {
             lease: Duration::from_secs(3),
             config_file: None,
             multicast_scouting: false,
+            tls: None,
         }
     }
 
-    /// The Zenoh configuration these options make.
-    pub fn zenoh_config(&self) -> Result<zenoh::Config, NetError> {
-        let mut c = match &self.config_file {
+    fn file_config(&self) -> Result<zenoh::Config, NetError> {
+        match &self.config_file {
             Some(p) => zenoh::Config::from_file(p).map_err(|e| NetError::Config {
                 what: p.display().to_string(),
                 why: e.to_string(),
-            })?,
-            None => zenoh::Config::default(),
+            }),
+            None => Ok(zenoh::Config::default()),
+        }
+    }
+
+    /// How this host reaches the others: mutual TLS when [`Self::tls`] is
+    /// given or the configuration file turns it on (`enable_mtls` with
+    /// `root_ca_certificate`, `listen_certificate` and
+    /// `listen_private_key` as files), plain TCP otherwise.
+    pub fn transport(&self) -> Result<Transport, NetError> {
+        if let Some(t) = &self.tls {
+            return Ok(Transport::MutualTls(t.clone()));
+        }
+        let c = self.file_config()?;
+        let text = |key: &str| -> Option<String> {
+            let v = c.get_json(&format!("transport/link/tls/{key}")).ok()?;
+            serde_text(&v)
         };
+        let mtls = c
+            .get_json("transport/link/tls/enable_mtls")
+            .is_ok_and(|v| v.trim() == "true");
+        if !mtls {
+            return Ok(Transport::Tcp);
+        }
+        let need = |key: &str| {
+            text(key).ok_or_else(|| NetError::Tls {
+                what: format!("transport/link/tls/{key}"),
+                why: "mutual TLS from a configuration file needs it as a file (docs/hosts.md)"
+                    .into(),
+            })
+        };
+        Ok(Transport::MutualTls(TlsFiles {
+            ca: need("root_ca_certificate")?.into(),
+            cert: need("listen_certificate")?.into(),
+            key: need("listen_private_key")?.into(),
+        }))
+    }
+
+    /// The Zenoh configuration these options make (without the access
+    /// control of mutual TLS, which needs the pipeline: see
+    /// [`trust::access_control`](super::trust::access_control)).
+    ///
+    /// Refuses what would let an unauthenticated peer in: a `tls/`
+    /// endpoint without mutual TLS, or another kind of endpoint beside
+    /// mutual TLS.
+    pub fn zenoh_config(&self) -> Result<zenoh::Config, NetError> {
+        let transport = self.transport()?;
+        let mut c = self.file_config()?;
         let json = |v: &[String]| {
             let items: Vec<String> = v.iter().map(|s| format!("{s:?}")).collect();
             format!("[{}]", items.join(","))
@@ -78,16 +220,33 @@ impl NetOptions {
             // hosts`; about 1 MiB more memory a link).
             set("transport/link/tx/queue/size/data", "16".into())?;
         }
-        if !self.connect.is_empty() {
+        // Over TLS without a file, only the endpoints given: Zenoh's
+        // default would listen on plain TCP too.
+        let tls_only = matches!(transport, Transport::MutualTls(_)) && self.config_file.is_none();
+        if !self.connect.is_empty() || tls_only {
             set("connect/endpoints", json(&self.connect))?;
         }
-        if !self.listen.is_empty() {
+        if !self.listen.is_empty() || tls_only {
             set("listen/endpoints", json(&self.listen))?;
         }
         set(
             "transport/link/tx/lease",
             self.lease.as_millis().max(100).to_string(),
         )?;
+        if let Transport::MutualTls(t) = &transport {
+            let path = |p: &PathBuf| format!("{:?}", p.display().to_string());
+            set("transport/link/tls/root_ca_certificate", path(&t.ca))?;
+            set("transport/link/tls/listen_certificate", path(&t.cert))?;
+            set("transport/link/tls/listen_private_key", path(&t.key))?;
+            set("transport/link/tls/connect_certificate", path(&t.cert))?;
+            set("transport/link/tls/connect_private_key", path(&t.key))?;
+            set("transport/link/tls/enable_mtls", "true".into())?;
+            // Endpoints are addresses; names are bound to certificates by
+            // the access control instead (`trust.rs`).
+            set("transport/link/tls/verify_name_on_connect", "false".into())?;
+            set("transport/link/tls/close_link_on_expiration", "true".into())?;
+        }
+        check_endpoints(&c, &transport)?;
         Ok(c)
     }
 }

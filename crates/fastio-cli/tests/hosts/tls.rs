@@ -1,0 +1,566 @@
+//! Mutual TLS between the namespace hosts (docs/hosts.md, *Transports*):
+//! the certificates are made by the very `openssl` lines of the docs; the
+//! volume demo and a stream run over TLS; and peers that should not be in
+//! a run (no certificate, a plain Zenoh client, another CA's, an expired
+//! one, a valid one for a name outside the run, a valid one of another
+//! host) cannot join, cannot get a piece or a frame accepted, and read
+//! nothing, while the run's hosts say why in one line.
+
+use super::*;
+
+/// A CA and certificates made by the docs' `openssl` lines.
+struct Pki {
+    dir: PathBuf,
+}
+
+impl Pki {
+    /// Runs the block after `<!-- tls-certificates -->` in docs/hosts.md in
+    /// `dir`, for `names` (its `HOSTS=` line given these instead).
+    fn make(dir: &Path, names: &str) -> Pki {
+        let doc = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/hosts.md"),
+        )
+        .unwrap();
+        let after = doc
+            .split_once("<!-- tls-certificates -->\n```sh\n")
+            .expect("docs/hosts.md has the certificates block")
+            .1;
+        let block = after.split_once("\n```").unwrap().0;
+        let (first, rest) = block.split_once('\n').unwrap();
+        assert!(first.starts_with("HOSTS="), "{first}");
+        let script = format!("set -e\nHOSTS=\"{names}\"\n{rest}\n");
+        std::fs::create_dir_all(dir).unwrap();
+        let out = Command::new("sh")
+            .args(["-c", &script])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "the docs' openssl lines failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Pki {
+            dir: dir.to_owned(),
+        }
+    }
+
+    fn file(&self, name: &str) -> String {
+        self.dir.join(name).display().to_string()
+    }
+
+    /// `--tls-ca --tls-cert --tls-key` for `host`.
+    fn args(&self, host: &str) -> Vec<String> {
+        vec![
+            "--tls-ca".into(),
+            self.file("ca.pem"),
+            "--tls-cert".into(),
+            self.file(&format!("{host}.pem")),
+            "--tls-key".into(),
+            self.file(&format!("{host}.key")),
+        ]
+    }
+
+    /// A certificate for `host` signed by this CA that expired a day ago
+    /// (`NAME.pem`, `NAME.key`).
+    fn expired(&self, host: &str, name: &str) {
+        let script = format!(
+            "set -e\nopenssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout {name}.key -out {name}.csr -subj /CN={host}\n\
+             printf 'subjectAltName=DNS:{host}\\nbasicConstraints=CA:FALSE\\nkeyUsage=digitalSignature\\nextendedKeyUsage=serverAuth,clientAuth\\n' > {name}.ext\n\
+             openssl x509 -req -in {name}.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days -1 -extfile {name}.ext -out {name}.pem\n"
+        );
+        let out = Command::new("sh")
+            .args(["-c", &script])
+            .current_dir(&self.dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Host `i`'s endpoints over mutual TLS (as [`Hosts::net_args`],
+/// `quic/`).
+fn tls_net(hosts: &Hosts, i: usize) -> Vec<String> {
+    hosts
+        .net_args(i, 7447)
+        .into_iter()
+        .map(|a| a.replace("tcp/", "quic/"))
+        .collect()
+}
+
+fn intruder() -> PathBuf {
+    let st = Command::new(env!("CARGO"))
+        .args(["build", "-q", "-p", "fastio-net", "--example", "intruder"])
+        .status()
+        .expect("run cargo");
+    assert!(st.success(), "cargo build --example intruder");
+    Path::new(fastio())
+        .parent()
+        .unwrap()
+        .join("examples/intruder")
+}
+
+/// What an intruder's credentials are.
+#[derive(Debug, Clone, Copy)]
+enum Credentials {
+    /// A Zenoh client with no TLS settings at all.
+    Plain,
+    /// TLS, trusting the CA, without a certificate of its own.
+    NoCertificate,
+    /// A certificate for the host it claims, from another CA (of the same
+    /// name).
+    OtherCa,
+    /// A certificate for the host it claims, from the CA, expired.
+    Expired,
+    /// A valid certificate of the CA for `mallory`, no host of the run.
+    Stranger,
+    /// A valid certificate of the CA for this run's host `name`.
+    HostOf(&'static str),
+}
+
+/// The intruder's arguments: connect to host `to`'s endpoint with
+/// `cred`, claim to be `claims`, forge `entry` and `stream`.
+fn intruder_args(
+    to: usize,
+    pki: &Pki,
+    other: &Pki,
+    cred: Credentials,
+    claims: &str,
+    forge: &[&str],
+    seconds: f64,
+) -> Vec<String> {
+    let mut a = vec![
+        "--connect".to_owned(),
+        format!("quic/{}:7447", addr(to)),
+        "--as".into(),
+        claims.into(),
+        "--seconds".into(),
+        seconds.to_string(),
+    ];
+    a.extend(forge.iter().map(|s| (*s).to_owned()));
+    let mut tls = |ca: String, cert: String, key: String| {
+        a.extend([
+            "--ca".into(),
+            ca,
+            "--cert".into(),
+            cert,
+            "--key".into(),
+            key,
+        ]);
+    };
+    match cred {
+        Credentials::Plain => {}
+        Credentials::NoCertificate => {
+            a.extend(["--ca".into(), pki.file("ca.pem")]);
+        }
+        Credentials::OtherCa => tls(
+            other.file("ca.pem"),
+            other.file(&format!("{claims}.pem")),
+            other.file(&format!("{claims}.key")),
+        ),
+        Credentials::Expired => tls(pki.file("ca.pem"), pki.file("old.pem"), pki.file("old.key")),
+        Credentials::Stranger => tls(
+            pki.file("ca.pem"),
+            pki.file("mallory.pem"),
+            pki.file("mallory.key"),
+        ),
+        Credentials::HostOf(h) => tls(
+            pki.file("ca.pem"),
+            pki.file(&format!("{h}.pem")),
+            pki.file(&format!("{h}.key")),
+        ),
+    }
+    a
+}
+
+/// `intruder: received N samples, M tokens: KEYS` → (N, M, KEYS).
+fn intruder_saw(r: &HostRun) -> (u64, u64, String) {
+    let line = r
+        .stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("intruder: received "))
+        .unwrap_or_else(|| panic!("the intruder did not finish:\n{}\n{}", r.stdout, r.stderr));
+    let (n, rest) = line.split_once(" samples, ").unwrap();
+    let (m, keys) = rest.split_once(" tokens:").unwrap();
+    (
+        n.parse().unwrap(),
+        m.parse().unwrap(),
+        keys.trim().to_owned(),
+    )
+}
+
+/// scanner's `src` makes `v` (after `delay_ms`); gpu's `sink` prints its
+/// checksum.
+fn one_shot_yaml(dir: &Path, delay_ms: u64) -> PathBuf {
+    let shape = "shape: [4096, 64]";
+    let yaml = format!(
+        "api-version: 0.5.0\nname: trusted\nplacement:\n  default: scanner\n  hosts:\n    gpu: [sink]\noperators:\n{}{}",
+        op(
+            "src",
+            "pattern, v, '7'",
+            &format!("  output:\n  - {{name: v, type: array, element-type: int32, {shape}}}\n")
+        )
+        .replace(
+            "command: [",
+            &format!("variables: {{START_DELAY_MS: '{delay_ms}'}}, command: [")
+        ),
+        op(
+            "sink",
+            "checksum, v",
+            &format!(
+                "  input:\n  - {{from: src, name: v, type: array, element-type: int32, {shape}}}\n"
+            )
+        ),
+    );
+    write(dir, "trusted.yaml", &yaml)
+}
+
+#[test]
+fn the_volume_demo_runs_over_mutual_tls() {
+    let Some(mut hosts) = Hosts::new("tlsvol", 2) else {
+        return;
+    };
+    let pki = Pki::make(&hosts.dir.join("pki"), "scanner gpu");
+    volume_demo(&mut hosts, &|h: &Hosts, i, name| {
+        let mut a = tls_net(h, i);
+        a.extend(pki.args(name));
+        a
+    });
+}
+
+#[test]
+fn a_stream_crosses_two_hosts_over_mutual_tls_and_each_host_says_so() {
+    let Some(mut hosts) = Hosts::new("tlsstr", 2) else {
+        return;
+    };
+    let pki = Pki::make(&hosts.dir.join("pki"), "a b");
+    let frames = 100;
+    let file = stream_yaml(&hosts.dir, "tlsstreams", Some(frames), 2000, "block", 0);
+    let net = |i: usize, h: &str| {
+        let mut a = tls_net(&hosts, i);
+        a.extend(pki.args(h));
+        a
+    };
+    let (na, nb) = (net(0, "a"), net(1, "b"));
+    let a = hosts.start(0, &run_args(&file, "a", na, &[]));
+    let b = hosts.start(1, &run_args(&file, "b", nb, &[]));
+    let ra = hosts.wait(a);
+    let rb = hosts.wait(b);
+    assert_ok("host a", &ra);
+    assert_ok("host b", &rb);
+    assert!(
+        ra.stdout.contains(&format!("[sink] sink: {frames} frames")),
+        "{}",
+        ra.stdout
+    );
+    assert!(
+        rb.stdout
+            .contains(&format!("[watch] sink: {frames} frames")),
+        "{}",
+        rb.stdout
+    );
+    for (h, r) in [("a", &ra), ("b", &rb)] {
+        let said = format!(
+            "fastio: host {h} joins run run over mutual TLS over QUIC (CA {}, certificate {})",
+            pki.file("ca.pem"),
+            pki.file(&format!("{h}.pem"))
+        );
+        assert!(r.stderr.contains(&said), "{said}:\n{}", r.stderr);
+    }
+}
+
+#[test]
+fn a_host_refuses_a_certificate_that_is_not_its_own_or_a_tls_endpoint_without_one() {
+    let dir = std::env::temp_dir().join(format!("fio-tlsown-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let pki = Pki::make(&dir.join("pki"), "scanner gpu");
+    pki.expired("gpu", "old");
+    let file = one_shot_yaml(&dir, 0);
+    let run = |extra: Vec<String>| {
+        let out = Command::new(fastio())
+            .args(["run"])
+            .arg(&file)
+            .args(["--host", "gpu", "--join-timeout", "2"])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(
+            err.lines().filter(|l| l.starts_with("fastio: ")).count(),
+            1,
+            "one line, and no run begun:\n{err}"
+        );
+        err
+    };
+    // scanner's certificate on host gpu.
+    let mut args = vec!["--listen".to_owned(), "quic/127.0.0.1:0".into()];
+    args.extend(pki.args("scanner"));
+    let err = run(args);
+    assert!(
+        err.contains(&format!(
+            "tls {}: its common name is \"scanner\", not this host's name \"gpu\"",
+            pki.file("scanner.pem")
+        )),
+        "{err}"
+    );
+    // An expired certificate of its own.
+    let args = vec![
+        "--listen".to_owned(),
+        "quic/127.0.0.1:0".into(),
+        "--tls-ca".into(),
+        pki.file("ca.pem"),
+        "--tls-cert".into(),
+        pki.file("old.pem"),
+        "--tls-key".into(),
+        pki.file("old.key"),
+    ];
+    let err = run(args);
+    assert!(
+        err.contains(&format!("tls {}: expired ", pki.file("old.pem"))),
+        "{err}"
+    );
+    // A quic/ endpoint without certificates; a tcp/ one beside them;
+    // Zenoh's tls/ link at all.
+    let err = run(vec!["--listen".into(), "quic/127.0.0.1:0".into()]);
+    assert!(
+        err.contains(
+            "tls quic/127.0.0.1:0: a quic/ endpoint needs --tls-ca, --tls-cert and --tls-key"
+        ),
+        "{err}"
+    );
+    let mut args = vec!["--listen".to_owned(), "tcp/127.0.0.1:0".into()];
+    args.extend(pki.args("gpu"));
+    let err = run(args);
+    assert!(
+        err.contains("tls tcp/127.0.0.1:0: a run over mutual TLS takes quic/ endpoints only"),
+        "{err}"
+    );
+    let mut args = vec!["--listen".to_owned(), "tls/127.0.0.1:0".into()];
+    args.extend(pki.args("gpu"));
+    let err = run(args);
+    assert!(
+        err.contains("tls tls/127.0.0.1:0: tls/ endpoints are not built: ")
+            && err.contains("eclipse-zenoh/zenoh#2557"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn peers_without_the_right_certificate_cannot_join_and_the_host_says_why() {
+    let Some(probe) = Hosts::new("tlsprobe", 1) else {
+        return;
+    };
+    let base = probe.dir.clone();
+    let pki = Pki::make(&base.join("pki"), "scanner gpu mallory");
+    pki.expired("scanner", "old");
+    let other = Pki::make(&base.join("other"), "scanner gpu");
+    let file = one_shot_yaml(&base, 0);
+    // Built before any host starts: the intruder must come while gpu
+    // waits.
+    let intruder = intruder();
+    let cases = [
+        (Credentials::Plain, "a TLS connection refused: "),
+        (
+            Credentials::NoCertificate,
+            "a TLS connection refused: peer sent no certificates",
+        ),
+        (
+            Credentials::OtherCa,
+            // Both CAs are "fastio run CA": the issuer is found by name,
+            // its signature is not the CA's.
+            "a TLS connection refused: invalid peer certificate: BadSignature",
+        ),
+        (
+            Credentials::Expired,
+            "a TLS connection refused: invalid peer certificate: Expired",
+        ),
+        (
+            Credentials::Stranger,
+            "with a certificate for \"mallory\", not a host of this run (hosts: gpu, scanner)",
+        ),
+        (
+            Credentials::HostOf("gpu"),
+            "with the certificate of this host (\"gpu\"): it may speak only as gpu",
+        ),
+    ];
+    let mut rng = Rng(0x7153_2026);
+    for round in 0..2 {
+        for (k, (cred, why)) in cases.iter().enumerate() {
+            let Some(mut hosts) = Hosts::new(&format!("tls{round}{k}"), 2) else {
+                return;
+            };
+            let mut net = tls_net(&hosts, 0);
+            net.extend(pki.args("gpu"));
+            let mut args = run_args(&file, "gpu", net, &[]);
+            // Shorter than the test's usual wait: nobody will join.
+            let t = args.iter().position(|a| a == "--join-timeout").unwrap();
+            args[t + 1] = "3".into();
+            let gpu = hosts.start(0, &args);
+            // The intruder comes at a random moment of the wait.
+            sleep_ms(rng.below(1000));
+            let forge = [
+                "--prefix",
+                "fastio/trusted/run",
+                "--entry",
+                "src/v",
+                "--stream",
+                "src/v/gpu",
+            ];
+            let ia = intruder_args(0, &pki, &other, *cred, "scanner", &forge, 4.5);
+            let i = hosts.start_program(1, &intruder, &ia);
+            let rg = hosts.wait(gpu);
+            let ri = hosts.wait(i);
+            let who = format!("round {round}, {cred:?}");
+            assert_eq!(rg.rc, 1, "{who}: gpu:\n{}\n{}", rg.stdout, rg.stderr);
+            let line = rg
+                .stderr
+                .lines()
+                .find(|l| l.starts_with("fastio: ") && !l.contains(" joins run "))
+                .unwrap_or_else(|| panic!("{who}: no error line:\n{}", rg.stderr));
+            assert!(
+                line.contains(
+                    "host gpu: host scanner of pipeline trusted did not join run run within 3s"
+                ) && line.contains("; refused meanwhile: ")
+                    && line.contains(why),
+                "{who}: {why}:\n{line}"
+            );
+            // Nothing of the intruder's was taken for scanner's: the sink
+            // never ran.
+            assert!(rg.checksum("v").is_none(), "{who}:\n{}", rg.stdout);
+            assert_clean("gpu", &rg);
+            let (samples, tokens, keys) = intruder_saw(&ri);
+            match cred {
+                // gpu's own certificate may read what gpu says of itself,
+                // and nothing else.
+                Credentials::HostOf(_) => assert!(
+                    keys.split_whitespace()
+                        .all(|k| k.starts_with("fastio/trusted/run/host/gpu")
+                            || k.starts_with("fastio/trusted/run/status/gpu")),
+                    "{who}: {keys}"
+                ),
+                _ => assert_eq!((samples, tokens), (0, 0), "{who}: the intruder read {keys}"),
+            }
+        }
+    }
+}
+
+#[test]
+fn a_valid_certificate_cannot_take_another_hosts_part_and_strangers_read_nothing() {
+    let Some(mut hosts) = Hosts::new("tlsimp", 5) else {
+        return;
+    };
+    let pki = Pki::make(&hosts.dir.join("pki"), "scanner gpu mallory a b");
+    let other = Pki::make(&hosts.dir.join("other"), "scanner gpu");
+    // One-shot: scanner's entry comes after 3 s; meanwhile intruders with
+    // gpu's certificate and with a stranger's forge it as scanner, and a
+    // plain client listens.
+    let file = one_shot_yaml(&hosts.dir, 3000);
+    let intruder = intruder();
+    let net = |i: usize, h: &str| {
+        let mut a = tls_net(&hosts, i);
+        a.extend(pki.args(h));
+        run_args(&file, h, a, &[])
+    };
+    let (ns, ng) = (net(0, "scanner"), net(1, "gpu"));
+    let scanner = hosts.start(0, &ns);
+    let gpu = hosts.start(1, &ng);
+    let forge = ["--prefix", "fastio/trusted/run", "--entry", "src/v"];
+    let mut intruders = Vec::new();
+    for (j, cred) in [
+        Credentials::HostOf("gpu"),
+        Credentials::Stranger,
+        Credentials::Plain,
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let ia = intruder_args(1, &pki, &other, cred, "scanner", &forge, 6.0);
+        intruders.push((cred, hosts.start_program(2 + j, &intruder, &ia)));
+    }
+    let rs = hosts.wait(scanner);
+    let rg = hosts.wait(gpu);
+    assert_ok("scanner", &rs);
+    assert_ok("gpu", &rg);
+    let sent = rs.checksum("v").expect("scanner's checksum");
+    assert_eq!(
+        rg.checksum("v").as_deref(),
+        Some(sent.as_str()),
+        "gpu took a forged entry:\n{}",
+        rg.stdout
+    );
+    for (cred, k) in intruders {
+        let r = hosts.wait(k);
+        let (samples, tokens, keys) = intruder_saw(&r);
+        if !matches!(cred, Credentials::HostOf(_)) {
+            assert_eq!((samples, tokens), (0, 0), "{cred:?} read {keys}");
+        }
+    }
+}
+
+#[test]
+fn forged_frames_of_another_host_are_never_placed_in_a_stream() {
+    let Some(mut hosts) = Hosts::new("tlsfrm", 4) else {
+        return;
+    };
+    let pki = Pki::make(&hosts.dir.join("pki"), "a b mallory");
+    let other = Pki::make(&hosts.dir.join("other"), "a b");
+    let frames = 100;
+    // The camera pauses 20 ms a frame: about two seconds of frames, with
+    // forged ones arriving every 50 ms.
+    let file = stream_yaml(
+        &hosts.dir,
+        "trustedstreams",
+        Some(frames),
+        0,
+        "block",
+        20_000,
+    );
+    let intruder = intruder();
+    let net = |i: usize, h: &str| {
+        let mut a = tls_net(&hosts, i);
+        a.extend(pki.args(h));
+        run_args(&file, h, a, &[])
+    };
+    let (na, nb) = (net(0, "a"), net(1, "b"));
+    // b's certificate claims a's part: frames of camera/v for b, and its
+    // end; a stranger does the same and listens.
+    let forge = [
+        "--prefix",
+        "fastio/trustedstreams/run",
+        "--stream",
+        "camera/v/b",
+    ];
+    let mut intruders = Vec::new();
+    for (j, cred) in [Credentials::HostOf("b"), Credentials::Stranger]
+        .into_iter()
+        .enumerate()
+    {
+        let ia = intruder_args(1, &pki, &other, cred, "a", &forge, 8.0);
+        intruders.push((cred, hosts.start_program(2 + j, &intruder, &ia)));
+    }
+    sleep_ms(500);
+    let a = hosts.start(0, &na);
+    let b = hosts.start(1, &nb);
+    let ra = hosts.wait(a);
+    let rb = hosts.wait(b);
+    assert_ok("host a", &ra);
+    assert_ok("host b", &rb);
+    // Exactly the camera's frames, in order, every word checked.
+    for (who, op) in [("watch", "sink"), ("stage", "stage")] {
+        let want = format!("[{who}] {op}: {frames} frames");
+        assert!(rb.stdout.contains(&want), "{want}:\n{}", rb.stdout);
+    }
+    for (cred, k) in intruders {
+        let r = hosts.wait(k);
+        let (samples, tokens, keys) = intruder_saw(&r);
+        if matches!(cred, Credentials::Stranger) {
+            assert_eq!((samples, tokens), (0, 0), "the stranger read {keys}");
+        }
+    }
+}
