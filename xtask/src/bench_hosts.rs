@@ -32,12 +32,41 @@ const CASES: [(&str, usize, usize, usize); 4] = [
 /// Rounds of each case: the transports take turns, round after round.
 const ROUNDS: usize = 2;
 
-/// The transports: (name, column).
-const TRANSPORTS: [(&str, &str); 3] = [
+/// The transports: (name, column). `ztls` is fastio-net over mutual TLS
+/// (`quic/` endpoints, certificates made by `pki`).
+const TRANSPORTS: [(&str, &str); 4] = [
     ("tcp", "plain TCP"),
     ("zraw", "Zenoh alone"),
     ("zenoh", "fastio-net"),
+    ("ztls", "fastio-net, mutual TLS"),
 ];
+
+/// A CA and certificates for hosts `a` and `b` in `dir`, by the openssl
+/// lines of docs/hosts.md.
+fn pki(dir: &std::path::Path) -> Result<(), String> {
+    let doc =
+        std::fs::read_to_string("docs/hosts.md").map_err(|e| format!("docs/hosts.md: {e}"))?;
+    let block = doc
+        .split_once("<!-- tls-certificates -->\n```sh\n")
+        .and_then(|(_, after)| after.split_once("\n```"))
+        .map(|(b, _)| b)
+        .ok_or("docs/hosts.md has no certificates block")?;
+    let rest = block.split_once('\n').map_or("", |(_, r)| r);
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let out = Command::new("sh")
+        .args(["-c", &format!("set -e\nHOSTS=\"a b\"\n{rest}\n")])
+        .current_dir(dir)
+        .output()
+        .map_err(|e| format!("sh: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "openssl: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(())
+}
 
 struct Hosts {
     a: String,
@@ -128,11 +157,16 @@ fn measure(
     let (bytes, back, reps) = case;
     let (a_peer, b_peer) = match transport {
         "tcp" => (format!("10.78.0.2:{port}"), format!("10.78.0.2:{port}")),
+        "ztls" => (
+            format!("quic/10.78.0.1:{port}"),
+            format!("quic/10.78.0.1:{port}"),
+        ),
         _ => (
             format!("tcp/10.78.0.1:{port}"),
             format!("tcp/10.78.0.1:{port}"),
         ),
     };
+    let pki_dir = crate::bench::target_dir().join("bench-pki");
     let side = |ns: &str, role: &str, peer: &str| {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", ns])
@@ -141,6 +175,7 @@ fn measure(
             .args(["--bytes", &bytes.to_string()])
             .args(["--back", &back.to_string()])
             .args(["--reps", &reps.to_string(), peer])
+            .env("HOSTBENCH_TLS_DIR", &pki_dir)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         c
@@ -187,9 +222,10 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
     )
     .run()?;
     let exe = crate::bench::target_dir().join("release/examples/hostbench");
+    pki(&crate::bench::target_dir().join("bench-pki"))?;
     let hosts = Hosts::new()?;
     out.push_str(
-        "| entry | plain TCP | Zenoh alone | fastio-net | fastio-net vs TCP | goal | memory on a / b |\n|---|---|---|---|---|---|---|\n",
+        "| entry | plain TCP | Zenoh alone | fastio-net | fastio-net vs TCP | goal | memory on a / b | fastio-net, mutual TLS (QUIC) | TLS ÷ TCP (fastio-net) |\n|---|---|---|---|---|---|---|---|---|\n",
     );
     let mut port = 7600u16;
     let mut notes = Vec::new();
@@ -197,12 +233,12 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
     // TCP's bytes per second on the bulk case, for the streams below.
     let mut tcp_bulk: Option<f64> = None;
     for (label, bytes, back, reps) in CASES {
-        let mut medians = [None; 3];
+        let mut medians = [None; 4];
         let mut memory = String::from("-");
         let mut first = None;
         // Two rounds, the transports taking turns, their samples pooled:
         // the machine's speed drifts, and each transport sees both.
-        let mut samples: [Vec<f64>; 3] = Default::default();
+        let mut samples: [Vec<f64>; 4] = Default::default();
         let mut extra = (0u64, 0u64);
         for _round in 0..ROUNDS {
             for (k, (transport, _)) in TRANSPORTS.iter().enumerate() {
@@ -262,11 +298,16 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
                 human(ours)
             ));
         }
+        let tls_cost = match (medians[2], medians[3]) {
+            (Some(tcp), Some(tls)) => format!("×{:.2}", tls / tcp),
+            _ => "-".into(),
+        };
         out.push_str(&format!(
-            "| {label} | {} | {} | {} | {ratio} | {goal} | {memory} |\n",
+            "| {label} | {} | {} | {} | {ratio} | {goal} | {memory} | {} | {tls_cost} |\n",
             cell(medians[0]),
             cell(medians[1]),
             cell(medians[2]),
+            cell(medians[3]),
         ));
     }
     out.push_str(&format!(
@@ -276,7 +317,10 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
          one Zenoh session, as TCP uses one connection; joining is not timed, and the first \
          round trip of a run, on a session just joined, took: {}. Memory is the entry once \
          (in shared memory) plus the most anonymous memory the process used beyond its start \
-         (staging, Zenoh's buffers), sampled every millisecond; goal ≤ ×1.1 from 1 MiB on. {}.\n",
+         (staging, Zenoh's buffers), sampled every millisecond; goal ≤ ×1.1 from 1 MiB on. \
+         The TLS column is the same fastio-net exchange over mutual TLS 1.3 in QUIC \
+         (`quic/` endpoints, the certificates of docs/hosts.md, access control on); its \
+         last column is its time over plain-TCP fastio-net's. {}.\n",
         firsts.join(", "),
         notes.join("; ")
     ));

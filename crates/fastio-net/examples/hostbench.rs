@@ -4,6 +4,7 @@
 //! ```text
 //! hostbench zenoh a|b --bytes N --back M --reps R ENDPOINT
 //! hostbench zraw  a|b --bytes N --back M --reps R ENDPOINT
+//! hostbench ztls  a|b --bytes N --back M --reps R ENDPOINT
 //! hostbench tcp   a|b --bytes N --back M --reps R ADDR
 //! ```
 //!
@@ -16,7 +17,8 @@
 //! trip timed from `p<k>` succeeding to `q<k>`'s entry published on `a`.
 //! One session carries them all, as TCP's one connection does below
 //! (joining is not timed; the first round trip, on a session just joined,
-//! is `time_ns 0`). `zraw` is Zenoh alone: one session, N bytes put from a
+//! is `time_ns 0`). `ztls` is the same over mutual TLS (`quic/`
+//! endpoints; the CA and certificates in `HOSTBENCH_TLS_DIR`). `zraw` is Zenoh alone: one session, N bytes put from a
 //! buffer, M bytes put back (where the time goes: Zenoh itself, or our
 //! protocol on top). `tcp` is the baseline: one plain TCP connection, N
 //! bytes written from a buffer and read into a buffer, M bytes
@@ -100,7 +102,7 @@ fn run() -> Result {
         })
     };
     let result = match a.transport.as_str() {
-        "zenoh" => zenoh(&a),
+        "zenoh" | "ztls" => zenoh(&a),
         "zraw" => zraw(&a),
         "tcp" => tcp(&a),
         other => Err(format!("unknown transport {other}")),
@@ -131,6 +133,16 @@ fn anon_kib() -> u64 {
 fn net_options(a: &Args) -> NetOptions {
     let mut o = NetOptions::new(&a.role);
     o.config_file = std::env::var_os("HOSTBENCH_ZENOH_CONFIG").map(Into::into);
+    // `ztls`: mutual TLS with DIR/ca.pem, DIR/<role>.pem and .key.
+    if a.transport == "ztls" {
+        let dir =
+            std::path::PathBuf::from(std::env::var_os("HOSTBENCH_TLS_DIR").unwrap_or_default());
+        o.tls = Some(fastio_net::TlsFiles {
+            ca: dir.join("ca.pem"),
+            cert: dir.join(format!("{}.pem", a.role)),
+            key: dir.join(format!("{}.key", a.role)),
+        });
+    }
     if a.role == "a" {
         o.listen = vec![a.peer.clone()];
     } else {

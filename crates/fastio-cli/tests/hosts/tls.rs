@@ -240,12 +240,22 @@ fn a_stream_crosses_two_hosts_over_mutual_tls_and_each_host_says_so() {
     let pki = Pki::make(&hosts.dir.join("pki"), "a b");
     let frames = 100;
     let file = stream_yaml(&hosts.dir, "tlsstreams", Some(frames), 2000, "block", 0);
-    let net = |i: usize, h: &str| {
-        let mut a = tls_net(&hosts, i);
-        a.extend(pki.args(h));
-        a
-    };
-    let (na, nb) = (net(0, "a"), net(1, "b"));
+    // Host a with the options, host b with a Zenoh configuration file
+    // that says the same by Zenoh's own keys.
+    let mut na = tls_net(&hosts, 0);
+    na.extend(pki.args("a"));
+    let config = format!(
+        "{{ mode: \"peer\", scouting: {{ multicast: {{ enabled: false }} }},\n\
+           connect: {{ endpoints: [\"quic/{a}:7447\"] }}, listen: {{ endpoints: [\"quic/{b}:7447\"] }},\n\
+           transport: {{ link: {{ tls: {{ root_ca_certificate: {ca:?}, listen_certificate: {cert:?}, listen_private_key: {key:?}, enable_mtls: true }} }} }} }}\n",
+        a = addr(0),
+        b = addr(1),
+        ca = pki.file("ca.pem"),
+        cert = pki.file("b.pem"),
+        key = pki.file("b.key"),
+    );
+    let config = write(&hosts.dir, "b.json5", &config);
+    let nb = vec!["--zenoh-config".to_owned(), config.display().to_string()];
     let a = hosts.start(0, &run_args(&file, "a", na, &[]));
     let b = hosts.start(1, &run_args(&file, "b", nb, &[]));
     let ra = hosts.wait(a);

@@ -33,7 +33,7 @@ pub struct NetOptions {
     /// Whether to scout for peers by multicast (off: only the endpoints
     /// given, or the file's).
     pub multicast_scouting: bool,
-    /// Mutual TLS between the hosts ([`trust`](super::trust)): the same
+    /// Mutual TLS between the hosts ([`crate::access_control`]): the same
     /// CA on every host, this host's certificate and key. `None`: plain
     /// TCP, unless the configuration file turns mutual TLS on.
     pub tls: Option<TlsFiles>,
@@ -186,7 +186,7 @@ impl NetOptions {
 
     /// The Zenoh configuration these options make (without the access
     /// control of mutual TLS, which needs the pipeline: see
-    /// [`trust::access_control`](super::trust::access_control)).
+    /// [`crate::access_control`]).
     ///
     /// Refuses what would let an unauthenticated peer in: a `tls/`
     /// endpoint without mutual TLS, or another kind of endpoint beside
