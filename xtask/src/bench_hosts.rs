@@ -328,8 +328,9 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
     Ok(vec![Peer {
         name: "zenoh (hosts)",
         measured: true,
-        status: "plain TCP and Zenoh alone (crate zenoh 1.10, TCP only) measured beside \
-                 fastio-net on a veth pair between two namespaces"
+        status: "plain TCP and Zenoh alone (crate zenoh 1.10, TCP) measured beside \
+                 fastio-net, and fastio-net over mutual TLS (QUIC), on a veth pair between \
+                 two namespaces"
             .into(),
     }])
 }
