@@ -1333,3 +1333,71 @@ fn faults_on_the_middle_of_three_hosts_give_the_same_root_cause_on_every_host() 
         }
     }
 }
+
+/// The thread names of process `pid` once it has Zenoh's application
+/// threads and they stay the same for 200 ms (at most 10 s).
+fn zenoh_threads(pid: u32) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last: Vec<String> = Vec::new();
+    loop {
+        let mut names: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/task"))
+            .map(|d| {
+                d.flatten()
+                    .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+                    .map(|n| n.trim().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        let settled = names == last && names.iter().any(|n| n.starts_with("app-"));
+        if settled || Instant::now() > deadline {
+            return names;
+        }
+        last = names;
+        sleep_ms(200);
+    }
+}
+
+#[test]
+fn a_host_sizes_zenohs_threads_for_the_machine_unless_told() {
+    let dir = std::env::temp_dir().join(format!("fio-zrt-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = transfer_yaml(&dir, "zrt");
+    let start = |runtime: Option<&str>| {
+        let mut c = Command::new(fastio());
+        c.arg("run")
+            .arg(&file)
+            .args(["--host", "b", "--listen", "tcp/127.0.0.1:0"])
+            .args(["--join-timeout", "3"])
+            .env_remove("ZENOH_RUNTIME")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if let Some(r) = runtime {
+            c.env("ZENOH_RUNTIME", r);
+        }
+        c.spawn().unwrap()
+    };
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    // Chosen: receiving, accepting and networking handed to `app`, whose
+    // workers are the cores (up to four). The process is the same one.
+    let mut chosen = start(None);
+    let names = zenoh_threads(chosen.id());
+    let _ = chosen.kill();
+    let _ = chosen.wait();
+    let app = names.iter().filter(|n| n.starts_with("app-")).count();
+    assert_eq!(app, cores.clamp(1, 4), "{names:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.starts_with("rx-") || n.starts_with("acc-") || n.starts_with("net-")),
+        "{names:?}"
+    );
+    // Told: Zenoh's own sizes, as the variable says.
+    let mut told = start(Some("()"));
+    let names = zenoh_threads(told.id());
+    let _ = told.kill();
+    let _ = told.wait();
+    assert!(names.iter().any(|n| n.starts_with("acc-")), "{names:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

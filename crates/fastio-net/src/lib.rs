@@ -43,6 +43,7 @@ pub mod wire;
 pub use error::NetError;
 #[cfg(feature = "zenoh")]
 pub use link::{
-    CertificateSummary, NetOptions, Refusals, TlsFiles, Transport, ZenohLink, access_control,
-    read_certificate, refusals, run_prefix, valid_run_id, watch_refusals,
+    CertificateSummary, NetOptions, Refusals, TlsFiles, Transport, ZENOH_RUNTIME_VAR, ZenohLink,
+    access_control, read_certificate, refusals, run_prefix, valid_run_id, watch_refusals,
+    zenoh_runtime_for,
 };
