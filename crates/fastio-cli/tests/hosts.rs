@@ -1036,6 +1036,18 @@ fn stream_yaml(
     write(dir, &format!("{name}.yaml"), &yaml)
 }
 
+/// Every frame of a [`stream_yaml`] run, in order, each word checked
+/// (its sinks' EXPECT_FRAMES: exactly that many, in order), on both
+/// hosts: `sink` on a, `stage` and `watch` on b.
+fn assert_every_frame(ra: &HostRun, rb: &HostRun, frames: u64) {
+    let want = format!("[sink] sink: {frames} frames");
+    assert!(ra.stdout.contains(&want), "{want}:\n{}", ra.stdout);
+    for (who, role) in [("stage", "stage"), ("watch", "sink")] {
+        let want = format!("[{who}] {role}: {frames} frames");
+        assert!(rb.stdout.contains(&want), "{want}:\n{}", rb.stdout);
+    }
+}
+
 /// The median step time (ms) of operator `op` in a run's frame table.
 fn step_p50_ms(stdout: &str, op: &str) -> f64 {
     stdout
@@ -1062,20 +1074,7 @@ fn a_stream_crosses_two_hosts_and_back_in_order_with_back_pressure() {
     let rb = hosts.wait(b);
     assert_ok("host a", &ra);
     assert_ok("host b", &rb);
-    // Every frame, in order, each word checked (EXPECT_FRAMES: exactly
-    // that many, in order), on both hosts.
-    assert!(
-        ra.stdout.contains(&format!("[sink] sink: {frames} frames")),
-        "{}",
-        ra.stdout
-    );
-    for who in ["stage", "watch"] {
-        let want = format!(
-            "[{who}] {}: {frames} frames",
-            if who == "stage" { "stage" } else { "sink" }
-        );
-        assert!(rb.stdout.contains(&want), "{want}:\n{}", rb.stdout);
-    }
+    assert_every_frame(&ra, &rb, frames);
     // Back-pressure across the link: the camera (no pause of its own)
     // waits for the slow stage on the other host, frame after frame.
     let camera = step_p50_ms(&ra.stdout, "camera");

@@ -10,8 +10,9 @@ impl ZenohLink {
         let prefix = inner.prefix.clone();
         let here_name = self.opts.host.clone();
         let mut config = self.opts.zenoh_config()?;
-        let tls = matches!(self.opts.transport()?, Transport::MutualTls(_));
-        if let Transport::MutualTls(files) = self.opts.transport()? {
+        let transport = self.opts.transport()?;
+        let tls = matches!(transport, Transport::MutualTls(_));
+        if let Transport::MutualTls(files) = &transport {
             files.check(&here_name)?;
             let acl = trust::access_control(p, &prefix);
             config
