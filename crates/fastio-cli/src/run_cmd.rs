@@ -256,38 +256,13 @@ fn report_json(report: &RunReport) -> String {
     .to_string()
 }
 
-/// Runs this very command again, at once, with Zenoh's runtime sized for
-/// this machine (`fastio_net::zenoh_runtime_for`), unless `ZENOH_RUNTIME`
-/// is set already: Zenoh reads its sizes only from the environment. The
-/// process stays the same (`exec`); if that fails, Zenoh's defaults serve.
-fn with_zenoh_runtime_for_this_machine() {
-    use std::os::unix::process::CommandExt;
-    if std::env::var_os(fastio_net::ZENOH_RUNTIME_VAR).is_some() {
-        return;
-    }
-    let Ok(exe) = std::env::current_exe() else {
-        return;
-    };
-    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let mut args = std::env::args_os();
-    let arg0 = args.next().unwrap_or_else(|| exe.clone().into_os_string());
-    let error = std::process::Command::new(&exe)
-        .arg0(arg0)
-        .args(args)
-        .env(
-            fastio_net::ZENOH_RUNTIME_VAR,
-            fastio_net::zenoh_runtime_for(cores),
-        )
-        .exec();
-    eprintln!(
-        "note: Zenoh keeps its default threads: cannot run {} again ({error})",
-        exe.display()
-    );
-}
-
 pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
-    if args.host.is_some() {
-        with_zenoh_runtime_for_this_machine();
+    // Zenoh's threads sized for this machine: the command runs again at
+    // once with ZENOH_RUNTIME, unless it is set (fastio_net docs).
+    if args.host.is_some()
+        && let Some(error) = fastio_net::exec_with_zenoh_runtime()
+    {
+        eprintln!("note: Zenoh keeps its default threads: cannot run fastio again ({error})");
     }
     let json = match args.report.as_deref() {
         None => false,

@@ -91,17 +91,9 @@ fn run() -> Result {
     let a = args()?;
     // Zenoh's runtime as `fastio run --host` sizes it (for every Zenoh
     // transport here, Zenoh alone too), unless set already.
-    if a.transport != "tcp" && std::env::var_os(fastio_net::ZENOH_RUNTIME_VAR).is_none() {
-        use std::os::unix::process::CommandExt;
-        let exe = std::env::current_exe().map_err(|e| e.to_string())?;
-        let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let error = std::process::Command::new(exe)
-            .args(std::env::args_os().skip(1))
-            .env(
-                fastio_net::ZENOH_RUNTIME_VAR,
-                fastio_net::zenoh_runtime_for(cores),
-            )
-            .exec();
+    if a.transport != "tcp"
+        && let Some(error) = fastio_net::exec_with_zenoh_runtime()
+    {
         return Err(format!("cannot run again with ZENOH_RUNTIME: {error}"));
     }
     let base = anon_kib();

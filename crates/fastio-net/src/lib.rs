@@ -44,6 +44,6 @@ pub use error::NetError;
 #[cfg(feature = "zenoh")]
 pub use link::{
     CertificateSummary, NetOptions, Refusals, TlsFiles, Transport, ZENOH_RUNTIME_VAR, ZenohLink,
-    access_control, read_certificate, refusals, run_prefix, valid_run_id, watch_refusals,
-    zenoh_runtime_for,
+    access_control, exec_with_zenoh_runtime, read_certificate, refusals, run_prefix, valid_run_id,
+    watch_refusals, zenoh_runtime_for,
 };

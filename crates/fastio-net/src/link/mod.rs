@@ -53,7 +53,7 @@ mod trust;
 pub use keys::{run_prefix, valid_run_id};
 pub(crate) use members::Inner;
 pub use options::{NetOptions, Transport};
-pub use runtime::{ZENOH_RUNTIME_VAR, zenoh_runtime_for};
+pub use runtime::{ZENOH_RUNTIME_VAR, exec_with_zenoh_runtime, zenoh_runtime_for};
 pub use trust::{
     CertificateSummary, Refusals, TlsFiles, access_control, read_certificate, refusals,
     watch_refusals,

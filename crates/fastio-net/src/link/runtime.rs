@@ -23,6 +23,34 @@ pub fn zenoh_runtime_for(cores: usize) -> String {
     )
 }
 
+/// Runs this process's program again at once (`exec`: the same process,
+/// arguments and pid) with `ZENOH_RUNTIME` set to
+/// [`zenoh_runtime_for`] this machine's cores, before Zenoh has started:
+/// Zenoh reads its sizes only from the environment. Returns `None` at once
+/// when the variable is set already (the caller's choice stands), and the
+/// error when the program could not be run again (Zenoh's defaults then
+/// serve); on success it does not return.
+pub fn exec_with_zenoh_runtime() -> Option<std::io::Error> {
+    use std::os::unix::process::CommandExt;
+    if std::env::var_os(ZENOH_RUNTIME_VAR).is_some() {
+        return None;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return Some(e),
+    };
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut args = std::env::args_os();
+    let arg0 = args.next().unwrap_or_else(|| exe.clone().into_os_string());
+    Some(
+        std::process::Command::new(&exe)
+            .arg0(arg0)
+            .args(args)
+            .env(ZENOH_RUNTIME_VAR, zenoh_runtime_for(cores))
+            .exec(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
