@@ -17,6 +17,7 @@ fn is_clara(name: &str) -> bool {
         || name.starts_with("NVIDIA_CLARA")
         || name.starts_with("fastio_operator")
         || name.starts_with("fastio_frame")
+        || name.starts_with("fastio_entry")
 }
 
 fn crate_dir() -> PathBuf {

@@ -203,6 +203,22 @@ result nvidia_clara_fastio_entry__element_type(struct nvidia_clara_fastio_entry 
                                                nvidia_clara_element_type *element_type_out);
 
 /**
+ * The element type as datashape text (`float32`, `bool`, `string`,
+ * ...), NUL-terminated, into `buffer`; its length (without the NUL) into
+ * `len_out`. Ours: Clara's enum has no code for `bool`, `bfloat16` or
+ * the complex types.
+ *
+ * # Safety
+ *
+ * `entry` is live; `buffer` is null or has `buffer_size` writable bytes;
+ * `len_out` is null or writable.
+ */
+result fastio_entry_element_type(struct nvidia_clara_fastio_entry *entry,
+                                 char *buffer,
+                                 size_t buffer_size,
+                                 size_t *len_out);
+
+/**
  * Bytes the current shape needs (0 while it is not well-defined).
  *
  * # Safety
@@ -373,6 +389,22 @@ result fastio_frame_input(struct fastio_frame *frame,
                           size_t *ndim_out);
 
 /**
+ * The element type (a primitive type name such as `float32`) of input
+ * or output `name` of this frame, NUL-terminated, into `buffer`; its
+ * length (without the NUL) into `len_out`. Takes no output slot.
+ *
+ * # Safety
+ *
+ * `frame` is live, `name` NUL-terminated; `buffer` is null or has
+ * `buffer_size` writable bytes; `len_out` is null or writable.
+ */
+result fastio_frame_element_type(struct fastio_frame *frame,
+                                 const char *name,
+                                 char *buffer,
+                                 size_t buffer_size,
+                                 size_t *len_out);
+
+/**
  * Output `name`'s slot for this frame, as a frame of `shape` (`ndim`
  * sizes; null and 0 for the largest shape): its writable bytes and their
  * count. Waits for a free slot the first time (back-pressure).
@@ -400,6 +432,18 @@ result fastio_frame_output(struct fastio_frame *frame,
  * afterwards.
  */
 result fastio_frame_done(struct fastio_frame *frame);
+
+/**
+ * Releases the frame's inputs without publishing its outputs (a frame
+ * given up half-written, as when a C++ operator's exception unwinds
+ * through it); the handle is gone afterwards. Null is an error.
+ *
+ * # Safety
+ *
+ * `frame` came from `fastio_operator_next_frame` and is not used
+ * afterwards.
+ */
+result fastio_frame_abandon(struct fastio_frame *frame);
 
 #ifdef __cplusplus
 }  // extern "C"

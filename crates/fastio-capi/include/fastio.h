@@ -412,6 +412,21 @@ result fastio_stream_begin(struct fastio_stream_producer *p,
                            size_t *size_out);
 
 /**
+ * The stream's element type (a primitive type name such as `float32`),
+ * NUL-terminated, into `buffer`; its length (without the NUL) into
+ * `len_out`.
+ *
+ * # Safety
+ *
+ * `p` is live; `buffer` is null or has `buffer_size` writable bytes;
+ * `len_out` is null or writable.
+ */
+result fastio_stream_producer_element_type(struct fastio_stream_producer *p,
+                                           char *buffer,
+                                           size_t buffer_size,
+                                           size_t *len_out);
+
+/**
  * Publishes the begun frame; its number into `seq_out` (may be null).
  *
  * # Safety
@@ -509,6 +524,21 @@ void fastio_stream_consumer_free(struct fastio_stream_consumer *c);
 result fastio_stream_frame_bytes(struct fastio_stream_frame *f,
                                  const void **data_out,
                                  size_t *size_out);
+
+/**
+ * A frame's element type (a primitive type name such as `float32`),
+ * NUL-terminated, into `buffer`; its length (without the NUL) into
+ * `len_out`.
+ *
+ * # Safety
+ *
+ * `f` is live; `buffer` is null or has `buffer_size` writable bytes;
+ * `len_out` is null or writable.
+ */
+result fastio_stream_frame_element_type(struct fastio_stream_frame *f,
+                                        char *buffer,
+                                        size_t buffer_size,
+                                        size_t *len_out);
 
 /**
  * A frame's shape (`*ndim_out` sizes, valid until its release).

@@ -289,6 +289,34 @@ pub unsafe extern "C" fn nvidia_clara_fastio_entry__element_type(
     })
 }
 
+/// The element type as datashape text (`float32`, `bool`, `string`,
+/// ...), NUL-terminated, into `buffer`; its length (without the NUL) into
+/// `len_out`. Ours: Clara's enum has no code for `bool`, `bfloat16` or
+/// the complex types.
+///
+/// # Safety
+///
+/// `entry` is live; `buffer` is null or has `buffer_size` writable bytes;
+/// `len_out` is null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fastio_entry_element_type(
+    entry: *mut nvidia_clara_fastio_entry,
+    buffer: *mut c_char,
+    buffer_size: usize,
+    len_out: *mut usize,
+) -> result {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let e = unsafe { handle(entry)? };
+        let text = match e.entry.element_type().kind() {
+            TypeKind::Primitive(p) => p.name().to_owned(),
+            _ => e.entry.element_type().to_string(),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { copy_out(&text, buffer, buffer_size, len_out) }
+    })
+}
+
 /// Bytes the current shape needs (0 while it is not well-defined).
 ///
 /// # Safety

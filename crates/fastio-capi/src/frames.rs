@@ -23,7 +23,7 @@ use fastio::Step;
 
 use crate::entry::fastio_operator;
 use crate::ptr::{cstr, handle, out, writable};
-use crate::status::{Failure, end_of_stream_or, guard, result};
+use crate::status::{Failure, copy_out, end_of_stream_or, guard, result};
 
 /// One frame of a streaming operator (opaque in C): from
 /// `fastio_operator_next_frame` until `fastio_frame_done`.
@@ -136,6 +136,35 @@ pub unsafe extern "C" fn fastio_frame_input(
     })
 }
 
+/// The element type (a primitive type name such as `float32`) of input
+/// or output `name` of this frame, NUL-terminated, into `buffer`; its
+/// length (without the NUL) into `len_out`. Takes no output slot.
+///
+/// # Safety
+///
+/// `frame` is live, `name` NUL-terminated; `buffer` is null or has
+/// `buffer_size` writable bytes; `len_out` is null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fastio_frame_element_type(
+    frame: *mut fastio_frame,
+    name: *const c_char,
+    buffer: *mut c_char,
+    buffer_size: usize,
+    len_out: *mut usize,
+) -> result {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let (f, name) = unsafe { (handle(frame)?, cstr(name)?) };
+        let element = match f.step.input(name) {
+            Ok(input) => input.element(),
+            Err(fastio::Error::UnknownEntry(_)) => f.step.output_element(name)?,
+            Err(e) => return Err(e.into()),
+        };
+        // SAFETY: the caller's contract.
+        unsafe { copy_out(element.name(), buffer, buffer_size, len_out) }
+    })
+}
+
 /// Output `name`'s slot for this frame, as a frame of `shape` (`ndim`
 /// sizes; null and 0 for the largest shape): its writable bytes and their
 /// count. Waits for a free slot the first time (back-pressure).
@@ -197,6 +226,26 @@ pub unsafe extern "C" fn fastio_frame_done(frame: *mut fastio_frame) -> result {
         }
         // SAFETY: the caller's contract: ours, done once.
         drop(unsafe { Box::from_raw(frame) });
+        Ok(())
+    })
+}
+
+/// Releases the frame's inputs without publishing its outputs (a frame
+/// given up half-written, as when a C++ operator's exception unwinds
+/// through it); the handle is gone afterwards. Null is an error.
+///
+/// # Safety
+///
+/// `frame` came from `fastio_operator_next_frame` and is not used
+/// afterwards.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fastio_frame_abandon(frame: *mut fastio_frame) -> result {
+    guard(|| {
+        if frame.is_null() {
+            return Err(Failure::invalid("null frame"));
+        }
+        // SAFETY: the caller's contract: ours, given up once.
+        unsafe { Box::from_raw(frame) }.step.abandon();
         Ok(())
     })
 }

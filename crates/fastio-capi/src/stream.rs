@@ -36,7 +36,7 @@ use fastio::{Frame, Overflow, StreamConsumer, StreamOptions, StreamProducer};
 
 use crate::context::fastio_context;
 use crate::ptr::{cstr, handle, out, writable};
-use crate::status::{Failure, end_of_stream_or, guard, guard_value, result};
+use crate::status::{Failure, copy_out, end_of_stream_or, guard, guard_value, result};
 
 /// `overflow` of `fastio_stream_create`: a full stream makes the producer
 /// wait (nothing is lost).
@@ -200,6 +200,29 @@ pub unsafe extern "C" fn fastio_stream_begin(
             out(data_out, bytes.as_mut_ptr().cast::<c_void>())?;
             out(size_out, bytes.len())
         }
+    })
+}
+
+/// The stream's element type (a primitive type name such as `float32`),
+/// NUL-terminated, into `buffer`; its length (without the NUL) into
+/// `len_out`.
+///
+/// # Safety
+///
+/// `p` is live; `buffer` is null or has `buffer_size` writable bytes;
+/// `len_out` is null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fastio_stream_producer_element_type(
+    p: *mut fastio_stream_producer,
+    buffer: *mut c_char,
+    buffer_size: usize,
+    len_out: *mut usize,
+) -> result {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let p = unsafe { handle(p)? };
+        // SAFETY: the caller's contract.
+        unsafe { copy_out(p.producer.element().name(), buffer, buffer_size, len_out) }
     })
 }
 
@@ -391,6 +414,29 @@ pub unsafe extern "C" fn fastio_stream_frame_bytes(
             out(data_out, bytes.as_ptr().cast::<c_void>())?;
             out(size_out, bytes.len())
         }
+    })
+}
+
+/// A frame's element type (a primitive type name such as `float32`),
+/// NUL-terminated, into `buffer`; its length (without the NUL) into
+/// `len_out`.
+///
+/// # Safety
+///
+/// `f` is live; `buffer` is null or has `buffer_size` writable bytes;
+/// `len_out` is null or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn fastio_stream_frame_element_type(
+    f: *mut fastio_stream_frame,
+    buffer: *mut c_char,
+    buffer_size: usize,
+    len_out: *mut usize,
+) -> result {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        let f = unsafe { handle(f)? };
+        // SAFETY: the caller's contract.
+        unsafe { copy_out(f.frame.element().name(), buffer, buffer_size, len_out) }
     })
 }
 

@@ -2,12 +2,16 @@
 //! compiler and linked with this crate's static library, run under
 //! valgrind (errors and definite leaks fail the run): contexts and
 //! allocations with every error path, and two Clara-style C operators in a
-//! pipeline run by the local driver.
+//! pipeline run by the local driver. The C++ API's programs are in
+//! `cpp/tests.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use fastio_pipeline::{Definition, LocalDriver, RunOptions};
+
+#[path = "cpp/tests.rs"]
+mod cpp;
 
 fn crate_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -179,15 +183,20 @@ operators:
 
 /// `fio-streamop` (of `fastio-examples`), built if this test runs alone.
 fn streamop() -> PathBuf {
+    example_bin("fio-streamop")
+}
+
+/// A binary of `fastio-examples`, built if this test runs alone.
+fn example_bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let debug = exe.parent().unwrap().parent().unwrap().to_path_buf();
-    let path = debug.join("fio-streamop");
+    let path = debug.join(name);
     if !path.exists() {
         let st = Command::new(env!("CARGO"))
-            .args(["build", "-p", "fastio-examples", "--bin", "fio-streamop"])
+            .args(["build", "-p", "fastio-examples", "--bin", name])
             .status()
             .expect("run cargo");
-        assert!(st.success(), "cargo build fio-streamop");
+        assert!(st.success(), "cargo build {name}");
     }
     path
 }

@@ -589,6 +589,7 @@ impl Iterator for Steps {
                 .collect(),
             outputs: self.outputs.clone(),
             source: self.inputs.is_empty(),
+            abandoned: false,
             started: Instant::now(),
             tally: self.tally.clone(),
             live: self.live.clone(),
@@ -627,6 +628,8 @@ pub struct Step {
     /// A source's step: its frames are stamped when published (a source
     /// that paces itself waits inside the step).
     source: bool,
+    /// Set by [`Step::abandon`]: its outputs are not published.
+    abandoned: bool,
     started: Instant,
     tally: Arc<Mutex<Tally>>,
     live: Arc<AtomicBool>,
@@ -664,6 +667,20 @@ impl Step {
         self.inputs.iter().map(|(_, f)| &**f)
     }
 
+    /// Ends the step without publishing its outputs (as when the
+    /// operator panics inside it): a binding's frame dropped while an
+    /// exception unwinds.
+    pub fn abandon(mut self) {
+        self.abandoned = true;
+    }
+
+    /// The element type of output `name`, without taking its slot (a
+    /// binding checks a typed view against it before asking for one).
+    pub fn output_element(&self, name: &str) -> Result<dtype::Primitive> {
+        let i = lookup_entry(&self.outputs, name, |(n, _)| n.of())?;
+        Ok(lock(&self.outputs[i].1).element())
+    }
+
     /// The slot of output `name` for this frame, waiting for a free one
     /// (back-pressure) the first time it is asked for.
     pub fn output(&self, name: &str) -> Result<OutputSlot<'_>> {
@@ -689,7 +706,7 @@ impl Step {
 
 impl Drop for Step {
     fn drop(&mut self) {
-        let publish = !std::thread::panicking();
+        let publish = !self.abandoned && !std::thread::panicking();
         let stamp = if self.source {
             now_ns()
         } else {
