@@ -1,4 +1,4 @@
-//! Project automation: `cargo xtask ci | fuzz | miri | bench | blaze | interop | numpy`.
+//! Project automation: `cargo xtask ci | fuzz | miri | bench | blaze | interop | numpy | install`.
 //!
 //! Every subcommand runs the same tools a developer would run by hand, in
 //! the workspace root, and stops at the first failure with its output.
@@ -13,6 +13,7 @@ mod bench_peers;
 mod blaze;
 mod fuzz;
 mod headers;
+mod install;
 mod interop;
 mod miri;
 mod numpy_diff;
@@ -29,7 +30,7 @@ use step::{Step, cargo};
 const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
-  ci                         fmt, clippy, tests, shm leak check, docs, package, Blaze check, TVM interop, numpy diff, loom, miri, fuzz
+  ci                         fmt, clippy, tests, shm leak check, docs, package, Blaze check, TVM interop, numpy diff, Python package, install check, loom, miri, fuzz
   miri                       unit tests of the crates that contain unsafe, under Miri
   fuzz [--seconds N] [TARGET] replay the committed corpora, then fuzz each target (default 60 s)
   fuzz --cmin [TARGET]       minimize the corpora before committing them
@@ -38,6 +39,8 @@ commands:
   blaze                      check our canonical datashapes against Blaze's datashape package
   interop                    exchange params files with Apache TVM (PyPI) in both directions
   headers                    regenerate fastio-capi's C headers (cbindgen)
+  install --prefix DIR       install the C/C++ library: shared and static libraries, headers, pkg-config file, CMake package
+  install --check            install into target/, build a C program (pkg-config) and examples/cpp (CMake) against it, run the C++ operators in the demos
   python                     build the Python package (maturin), install the wheel in a venv, run pytest
   numpy [--cases N] [--seed S] ndobject's views, casts and string transcodes against numpy (default 3000 cases)";
 
@@ -52,6 +55,8 @@ fn main() -> ExitCode {
         Some("blaze") => blaze::run(),
         Some("interop") => interop::run(),
         Some("headers") => headers::write(),
+        Some("install") if args.get(1).map(String::as_str) == Some("--check") => install::check(),
+        Some("install") => install::parse_args(&args[1..]).and_then(|prefix| install::run(&prefix)),
         Some("python") => python::run(),
         Some("numpy") => numpy_diff::parse_args(&args[1..])
             .and_then(|(cases, seed)| numpy_diff::run(cases, seed)),
@@ -131,6 +136,7 @@ fn ci() -> Result<(), String> {
     interop::run()?;
     numpy_diff::run(numpy_diff::DEFAULT_CASES, numpy_diff::DEFAULT_SEED)?;
     python::run()?;
+    install::check()?;
     Step::new(
         "loom",
         cargo([
