@@ -41,7 +41,7 @@ commands:
   headers                    regenerate fastio-capi's C headers (cbindgen)
   install --prefix DIR       install the C/C++ library: shared and static libraries, headers, pkg-config file, CMake package
   install --check            install into target/, build a C program (pkg-config) and examples/cpp (CMake) against it, run the C++ operators in the demos
-  python                     build the Python package (maturin), install the wheel in a venv, run pytest
+  python                     pip install crates/fastio-python into a new venv, check it alone, then run pytest (numpy, JAX, TVM beside it) and stubtest
   numpy [--cases N] [--seed S] ndobject's views, casts and string transcodes against numpy (default 3000 cases)";
 
 fn main() -> ExitCode {

@@ -1,8 +1,8 @@
-//! `cargo xtask python`: builds the `fastio` Python package (crate
-//! `fastio-python`) into a wheel as `pip install crates/fastio-python`
-//! does (maturin's PEP 517 backend), installs that wheel into a
-//! fresh virtual environment (`target/venv-python`), and runs its pytest
-//! suite there. The suite's pipeline test runs the `fastio` and
+//! `cargo xtask python`: installs the `fastio` Python package (crate
+//! `fastio-python`) as a user does, `pip install crates/fastio-python`
+//! (maturin's PEP 517 backend) into a virtual environment made anew
+//! (`target/venv-python`), checks that it works with nothing else, then
+//! installs the test tools and peers and runs its pytest suite there. The suite's pipeline test runs the `fastio` and
 //! `fio-testop` binaries, built here first. mypy's `stubtest` then checks
 //! the type stubs (`_native.pyi`) against the installed module.
 
@@ -11,17 +11,24 @@ use std::process::Command;
 use crate::root;
 use crate::step::{Step, cargo};
 
-/// The build and test tools, pinned, with Apache TVM (the params tests
-/// compare with its loader and writer; same pins as `cargo xtask interop`).
-const TOOLS: [&str; 3] = ["maturin==1.16.0", "pytest==9.2.0", "mypy==2.4.1"];
+/// The test tools, pinned, with a DLPack consumer besides numpy (JAX on
+/// the CPU), and Apache TVM (the params tests compare with its loader and
+/// writer; same pins as `cargo xtask interop`).
+const TOOLS: [&str; 3] = ["pytest==9.2.0", "mypy==2.4.1", "jax==0.10.2"];
+
+/// What a user runs first: a context, an allocation through numpy.
+const SMOKE: &str = "import numpy as np, fastio
+ctx = fastio.FastIOContext.new(1 << 20)
+a = ctx.create(24)
+a.set_type_and_dimensions(np.float32, [2, 3])
+a.map_as_numpy_array()[...] = 1.5
+a.publish('x')
+b = ctx.get('x')
+v = np.from_dlpack(b)
+assert v.shape == (2, 3) and not v.flags.writeable and float(v.sum()) == 9.0
+print('fastio alone: ok', fastio.__file__)";
 
 pub(crate) fn run() -> Result<(), String> {
-    let packages: Vec<&str> = TOOLS
-        .iter()
-        .chain(&crate::interop::PACKAGES)
-        .copied()
-        .collect();
-    let python = crate::venv::python("venv-python", &packages, "python")?;
     Step::new(
         "python binaries",
         cargo([
@@ -35,43 +42,40 @@ pub(crate) fn run() -> Result<(), String> {
         ]),
     )
     .run()?;
-    let wheels = root().join("target").join("wheels");
-    let _ = std::fs::remove_dir_all(&wheels);
-    // The way a user installs it (`pip install crates/fastio-python`):
-    // pip reads pyproject.toml and builds through maturin's PEP 517 backend
-    // in an isolated environment, here into a wheel.
-    let mut build = Command::new(&python);
-    build
-        .args([
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-cache-dir",
-            "--wheel-dir",
-        ])
-        .arg(&wheels)
-        .arg(root().join("crates").join("fastio-python"));
-    Step::new("python wheel (pip)", build).run()?;
-    let wheel = std::fs::read_dir(&wheels)
-        .map_err(|e| format!("read {}: {e}", wheels.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .ok_or("maturin built no wheel")?;
-    let mut install = Command::new(&python);
-    install
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--force-reinstall",
-            "--no-deps",
-        ])
-        .arg(&wheel);
-    Step::new("python install wheel", install).run()?;
+    // The way a user installs it, into a virtual environment made anew:
+    // `pip install crates/fastio-python` reads pyproject.toml, builds
+    // through maturin's PEP 517 backend in an isolated environment, and
+    // brings numpy from PyPI as the package's only dependency.
+    let venv = root().join("target").join("venv-python");
+    std::fs::remove_dir_all(&venv)
+        .or_else(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        })
+        .map_err(|e| format!("remove {}: {e}", venv.display()))?;
+    let package = root().join("crates").join("fastio-python");
+    let package = package.display().to_string();
+    let python = crate::venv::python("venv-python", &[package.as_str()], "python")?;
+    // It works with nothing else installed (outside the source tree, so
+    // the installed package is the one imported).
+    let mut smoke = Command::new(&python);
+    smoke
+        .args(["-c", SMOKE])
+        .current_dir(root().join("target"));
+    let said = Step::new("python: the package alone", smoke).run()?;
+    if !said.contains("fastio alone: ok") {
+        return Err(format!("the installed package said:\n{said}"));
+    }
+    // Then the test tools and the peers the tests compare with.
+    let packages: Vec<&str> = TOOLS
+        .iter()
+        .chain(&crate::interop::PACKAGES)
+        .copied()
+        .collect();
+    crate::venv::python("venv-python", &packages, "python tools")?;
     let debug = root().join("target").join("debug");
     let mut pytest = Command::new(&python);
     pytest

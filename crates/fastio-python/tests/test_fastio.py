@@ -211,15 +211,30 @@ def compile_c_operator(tmp_path, name="summer"):
     return exe
 
 
-def test_rust_python_and_c_operators_in_one_pipeline(tmp_path):
+def compile_cpp_operator(tmp_path, name="scale"):
+    """Compiles README's C++ operator `examples/cpp/<name>.cpp` over the
+    C++ header, with the C API's static library."""
+    capi = os.environ["FASTIO_CAPI_DIR"]
+    exe = tmp_path / f"cpp-{name}"
+    subprocess.run(
+        ["c++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-I", f"{capi}/include",
+         f"{capi}/../../examples/cpp/{name}.cpp", os.environ["FASTIO_CAPI_LIB"],
+         "-lpthread", "-ldl", "-lm", "-lrt", "-lutil", "-o", str(exe)],
+        check=True,
+    )
+    return exe
+
+
+def test_rust_python_c_and_cpp_operators_in_one_pipeline(tmp_path):
     cli, testop = os.environ.get("FASTIO_CLI"), os.environ.get("FASTIO_TESTOP")
     if not (cli and testop and os.environ.get("FASTIO_CAPI_LIB")):
         pytest.skip("binaries not given (run through cargo xtask python)")
     c_op = compile_c_operator(tmp_path)
+    cpp_op = compile_cpp_operator(tmp_path)
     (tmp_path / "double.py").write_text(PYTHON_OPERATOR)
     yaml = f"""
 api-version: 0.5.0
-name: three-languages
+name: four-languages
 operators:
 - name: make
   container: {{image: rust, command: [{testop}, fill, v, '1.5']}}
@@ -230,6 +245,10 @@ operators:
   output:
   - {{name: w, type: array, element-type: float32, shape: [-1]}}
   - {{name: z, type: array, element-type: uint8, shape: [4]}}
+- name: scale
+  container: {{image: cpp, command: [{cpp_op}]}}
+  input: [{{from: make, name: v, type: array, element-type: float32, shape: [2, 4]}}]
+  output: [{{name: w, type: array, element-type: float32, shape: [-1]}}]
 - name: total
   container: {{image: rust, command: [{testop}, sum, s, w]}}
   input: [{{from: double, name: w, type: array, element-type: float32, shape: [-1]}}]
@@ -237,6 +256,10 @@ operators:
 - name: c-total
   container: {{image: c, command: [{c_op}]}}
   input: [{{from: double, name: w, type: array, element-type: float32, shape: [-1]}}]
+- name: cpp-total
+  container: {{image: rust, command: [{testop}, sum, s, w]}}
+  input: [{{from: scale, name: w, type: array, element-type: float32, shape: [-1]}}]
+  output: [{{name: s, type: float64}}]
 """
     (tmp_path / "p.yaml").write_text(yaml)
     p = subprocess.run(
@@ -248,8 +271,10 @@ operators:
     assert p.returncode == 0, (p.stdout, p.stderr)
     # With --report json, stdout is the report alone; lines go to stderr.
     assert "[double] doubled 8 values" in p.stderr
+    assert "[scale] scaled 8 values" in p.stderr
     assert "[total] sum 24" in p.stderr
     assert "[c-total] c sum 24" in p.stderr
+    assert "[cpp-total] sum 24" in p.stderr
     report = json.loads(p.stdout)
     assert report["succeeded"]
 
@@ -471,6 +496,35 @@ def test_dlpack_of_an_input_is_versioned_read_only_or_legacy_and_keeps_its_mappi
     del b, ctx
     gc.collect()
     assert np.array_equal(arr, np.arange(6, dtype=np.float32).reshape(2, 3) * 1.5)
+
+
+def test_jax_takes_an_input_zero_copy_and_never_writable(ctx):
+    """Issue 32: JAX (CPU) as a DLPack consumer of an input's read-only
+    mapping. JAX asks for a legacy capsule (no flags to carry READ_ONLY)
+    and aliases the memory as an immutable jax.Array: zero copy, no
+    writable path to it (numpy views of it are read-only), alive after
+    our handles are gone."""
+    import jax.numpy as jnp  # installed by `cargo xtask python`
+
+    published(ctx)
+    b = ctx.get("x")
+    view = b.map(writable=False)
+    address = np.frombuffer(view, dtype=np.uint8).ctypes.data
+    del view
+    b.unmap()
+    j = jnp.from_dlpack(b)
+    assert j.dtype == jnp.float32 and j.shape == (2, 3)
+    assert j.unsafe_buffer_pointer() == address  # the input's own memory
+    host = np.asarray(j)
+    assert not host.flags.writeable
+    with pytest.raises(ValueError):
+        host[0, 0] = 9.0
+    with pytest.raises(ValueError):
+        host.flags.writeable = True
+    del host, b, ctx
+    gc.collect()
+    assert np.array_equal(np.asarray(j), np.arange(6, dtype=np.float32).reshape(2, 3) * 1.5)
+    assert float(jnp.sum(j * 2)) == 45.0
 
 
 def test_dlpack_copies_on_request_and_refuses_other_devices_and_streams(ctx):
