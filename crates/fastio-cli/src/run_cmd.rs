@@ -87,7 +87,7 @@ pub(crate) struct RunArgs {
     zenoh_config: Option<PathBuf>,
     /// Mutual TLS between hosts: the CA (PEM) that signed every host's
     /// certificate, the same on every host. With --tls-cert and
-    /// --tls-key; endpoints are then `tls/ADDR:PORT` (docs/hosts.md).
+    /// --tls-key; endpoints are then `quic/ADDR:PORT` (docs/hosts.md).
     #[arg(long, value_name = "FILE", requires_all = ["host", "tls_cert", "tls_key"])]
     tls_ca: Option<PathBuf>,
     /// This host's certificate (PEM), its common name the --host name.

@@ -108,7 +108,10 @@ operators:
             "[total] sum 24",
             "[c-total] c sum 24",
         ] {
-            assert!(lines.contains(&line.to_owned()), "{check:?}: {line}: {lines:#?}");
+            assert!(
+                lines.contains(&line.to_owned()),
+                "{check:?}: {line}: {lines:#?}"
+            );
         }
     }
 }
@@ -154,6 +157,72 @@ streaming:
             lines.contains(&"[sink] sink: 300 frames".to_owned()),
             "{check:?}: {lines:#?}"
         );
+    }
+}
+
+/// A C++ stage whose loop body throws at a random frame after writing
+/// half of its output: the frame is abandoned as the exception unwinds
+/// (never published half-written: the sink checks every word of every
+/// frame it gets), and the stage is the root cause at that frame.
+#[test]
+fn a_frame_an_exception_leaves_is_abandoned_not_published() {
+    let op = streamop().display().to_string();
+    let arr = "type: array, element-type: uint32, shape: [-1, 64]";
+    let mut seed = 0xab4_u64;
+    for check in CHECKS {
+        let stage = compile_cpp(&test_source("stream_stage"), check);
+        for _ in 0..2 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let k = 1 + seed % 150;
+            let yaml = format!(
+                "api-version: 0.5.0
+name: cpp-abandon
+operators:
+- name: src
+  container: {{image: rust, command: [{op}, source, v]}}
+  output: [{{name: v, {arr}}}]
+- name: cpp
+  container: {{image: cpp, command: {}, variables: {{THROW_AT: '{k}'}}}}
+  input: [{{from: src, name: v, {arr}}}]
+  output: [{{name: w, {arr}}}]
+- name: sink
+  container: {{image: rust, command: [{op}, sink, w], variables: {{ERRORS_ON_STDOUT: '1'}}}}
+  input: [{{from: cpp, name: w, {arr}}}]
+streaming:
+  frames: 100000
+  max-shape:
+    src/v: [16, 64]
+    cpp/w: [16, 64]
+",
+                cpp_command(&stage, check)
+            );
+            let (report, lines) = run(&yaml);
+            assert_eq!(
+                report.failure,
+                Some(fastio_pipeline::Failure::Exited {
+                    operator: "cpp".into(),
+                    host: None,
+                    code: 1,
+                    frame: Some(k)
+                }),
+                "{check:?}, k = {k}: {lines:#?}"
+            );
+            let sink = report.operators.iter().find(|o| o.name == "sink").unwrap();
+            assert!(
+                !sink.stderr_tail.iter().any(|l| l.contains(" word ")),
+                "{check:?}, k = {k}: a half-written frame reached the sink: {:?}",
+                sink.stderr_tail
+            );
+            assert!(
+                report.operators.iter().any(|o| o.name == "cpp"
+                    && o.stderr_tail
+                        .iter()
+                        .any(|l| l.contains(&format!("failing at frame {k} on purpose")))),
+                "{check:?}: {report:?}"
+            );
+        }
     }
 }
 
@@ -270,7 +339,10 @@ operators:
         let (report, lines) = run(&yaml);
         assert!(report.succeeded(), "{check:?}: {report:?}\n{lines:#?}");
         for line in ["[cpp-errors] c++ errors: entries ok", "[total] sum 4.5"] {
-            assert!(lines.contains(&line.to_owned()), "{check:?}: {line}: {lines:#?}");
+            assert!(
+                lines.contains(&line.to_owned()),
+                "{check:?}: {line}: {lines:#?}"
+            );
         }
     }
 }
