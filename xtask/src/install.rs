@@ -102,7 +102,10 @@ pub(crate) fn run(prefix: &Path) -> Result<(), String> {
     symlink(&real, &lib.join(&soname))?;
     symlink(&soname, &lib.join("libfastio.so"))?;
     write(&pkgconfig.join("fastio.pc"), &pkg_config(&prefix))?;
-    write(&cmake.join("fastioConfig.cmake"), &cmake_config(&real, &soname))?;
+    write(
+        &cmake.join("fastioConfig.cmake"),
+        &cmake_config(&real, &soname),
+    )?;
     write(&cmake.join("fastioConfigVersion.cmake"), &cmake_version())?;
     println!("installed fastio {version} into {}", prefix.display());
     Ok(())
@@ -139,7 +142,10 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 
 fn pkg_config(prefix: &Path) -> String {
     let version = version();
-    let private: Vec<String> = NATIVE_STATIC_LIBS.iter().map(|l| format!("-l{l}")).collect();
+    let private: Vec<String> = NATIVE_STATIC_LIBS
+        .iter()
+        .map(|l| format!("-l{l}"))
+        .collect();
     format!(
         "prefix={}
 exec_prefix=${{prefix}}
@@ -248,7 +254,10 @@ pub(crate) fn check() -> Result<(), String> {
     readelf.arg("-d").arg(lib.join("libfastio.so"));
     let dynamic = Step::new("install: readelf -d libfastio.so", readelf).run()?;
     if !dynamic.contains(&format!("Library soname: [{}]", soname())) {
-        return Err(format!("libfastio.so has no soname {}:\n{dynamic}", soname()));
+        return Err(format!(
+            "libfastio.so has no soname {}:\n{dynamic}",
+            soname()
+        ));
     }
 
     // C, through pkg-config, as `cc app.c $(pkg-config --cflags --libs fastio)`.
@@ -441,7 +450,10 @@ mod demos {
                 names.sort();
                 for p in names {
                     let bytes = read_tree(&p)?;
-                    out.push((p.strip_prefix(dir).unwrap_or(&p).display().to_string(), bytes));
+                    out.push((
+                        p.strip_prefix(dir).unwrap_or(&p).display().to_string(),
+                        bytes,
+                    ));
                 }
             }
             Ok(out)
@@ -492,7 +504,11 @@ mod demos {
     /// numbers of each sampled frame the same as with Rust's `gray`.
     pub(super) fn stream(gray: &Path, work: &Path) -> Result<(), String> {
         const FRAMES: u32 = 120;
-        let python = root().join("target").join("venv-python").join("bin").join("python");
+        let python = root()
+            .join("target")
+            .join("venv-python")
+            .join("bin")
+            .join("python");
         let python = format!("python={}", python.display());
         let frames = FRAMES.to_string();
         let (rust_dir, cpp_dir) = (work.join("stream-rust"), work.join("stream-cpp"));

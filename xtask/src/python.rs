@@ -62,9 +62,7 @@ pub(crate) fn run() -> Result<(), String> {
     // It works with nothing else installed (outside the source tree, so
     // the installed package is the one imported).
     let mut smoke = Command::new(&python);
-    smoke
-        .args(["-c", SMOKE])
-        .current_dir(root().join("target"));
+    smoke.args(["-c", SMOKE]).current_dir(root().join("target"));
     let said = Step::new("python: the package alone", smoke).run()?;
     if !said.contains("fastio alone: ok") {
         return Err(format!("the installed package said:\n{said}"));
