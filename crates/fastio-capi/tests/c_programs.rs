@@ -29,8 +29,12 @@ fn staticlib() -> PathBuf {
 }
 
 /// Compiles `tests/c/<name>.c` into the test's temporary directory.
+/// Each build is a file of its own: tests running at once may build one
+/// source, and one must not overwrite the program another runs.
 fn compile(name: &str) -> PathBuf {
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    static BUILT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = BUILT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{n}"));
     let st = Command::new("cc")
         .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-g"])
         .arg("-I")

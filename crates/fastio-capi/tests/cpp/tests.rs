@@ -8,6 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{
     VALGRIND, command, crate_dir, example_bin, run, staticlib, streamop, valgrind_present,
@@ -24,10 +25,13 @@ enum Check {
 
 const CHECKS: [Check; 2] = [Check::Valgrind, Check::Sanitizers];
 
-/// Compiles `source` (a `.cpp` file) into the test's temporary directory.
+/// Compiles `source` (a `.cpp` file) into the test's temporary directory,
+/// as a file of its own (tests running at once may build one source).
 fn compile_cpp(source: &Path, check: Check) -> PathBuf {
+    static BUILT: AtomicUsize = AtomicUsize::new(0);
+    let n = BUILT.fetch_add(1, Ordering::Relaxed);
     let stem = source.file_stem().unwrap().to_string_lossy();
-    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cpp-{stem}-{check:?}"));
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cpp-{stem}-{check:?}-{n}"));
     let mut cc = Command::new("c++");
     cc.args(["-std=c++17", "-Wall", "-Wextra", "-Werror", "-g"])
         .arg("-I")
