@@ -1,0 +1,552 @@
+//! Reading a recording: [`Recording`]. The file is read front to back
+//! (MCAP's linear reader over our own reads), so a file without its
+//! summary, cut off by a recorder that was killed, reads up to its last
+//! complete message. Every record is at most the file's length (the
+//! reader's record limit), and every message is checked against its
+//! channel before it is given out.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use dtype::Primitive;
+use mcap::McapError;
+use mcap::records::{MessageHeader, Record};
+use mcap::sans_io::linear_reader::{LinearReadEvent, LinearReader, LinearReaderOptions};
+
+use crate::error::{Error, Result};
+use crate::format::{
+    ENCODING, ENTRY_SCHEMA, EntryHeader, FRAME_SCHEMA, FrameHeader, METADATA_COUNTS, METADATA_RUN,
+    array_bytes, decode_message, meta,
+};
+
+/// A recording on disk.
+#[derive(Debug, Clone)]
+pub struct Recording {
+    path: PathBuf,
+    len: u64,
+}
+
+/// What a channel carries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChannelKind {
+    /// A stream's frames ([`FRAME_SCHEMA`]).
+    Stream,
+    /// A stream's frames as images (`foxglove.RawImage`).
+    Image,
+    /// A one-shot run's entries ([`ENTRY_SCHEMA`]).
+    Entries,
+    /// A channel another tool wrote.
+    Other,
+}
+
+/// One channel of a recording and what it holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelInfo {
+    /// The MCAP channel id.
+    pub id: u16,
+    /// Its topic (the stream's name for a stream).
+    pub topic: String,
+    /// What it carries.
+    pub kind: ChannelKind,
+    /// Its schema's name ("" without one).
+    pub schema: String,
+    /// Its message encoding.
+    pub encoding: String,
+    /// The element type of a stream's frames.
+    pub element: Option<Primitive>,
+    /// The largest shape of a stream's frames.
+    pub max_shape: Option<Vec<usize>>,
+    /// Messages read.
+    pub messages: u64,
+    /// Bytes of those messages.
+    pub bytes: u64,
+    /// The first and last message's log time (ns since the Unix epoch).
+    pub span_ns: Option<(u64, u64)>,
+}
+
+/// What a recording holds, read front to back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Info {
+    /// The file.
+    pub path: PathBuf,
+    /// Its length in bytes.
+    pub bytes: u64,
+    /// The MCAP profile in its header.
+    pub profile: String,
+    /// Every channel, by id.
+    pub channels: Vec<ChannelInfo>,
+    /// Messages read.
+    pub messages: u64,
+    /// The file was closed well (its footer was read).
+    pub complete: bool,
+    /// Why reading stopped early: a recorder that was killed (the
+    /// messages counted are the complete ones before).
+    pub cut: Option<String>,
+    /// The run's metadata ([`METADATA_RUN`]).
+    pub run: BTreeMap<String, String>,
+    /// The counts written at the end ([`METADATA_COUNTS`]).
+    pub counts: BTreeMap<String, String>,
+}
+
+/// One recorded frame.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedFrame {
+    /// Its header.
+    pub header: FrameHeader,
+    /// When it was recorded (ns since the Unix epoch).
+    pub log_time: u64,
+    /// Its bytes (`product(shape) × element size`, checked).
+    pub bytes: Vec<u8>,
+}
+
+/// One recorded entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedEntry {
+    /// Its header.
+    pub header: EntryHeader,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
+}
+
+/// A record, owned.
+enum Rec {
+    Header(String),
+    Schema {
+        id: u16,
+        name: String,
+        encoding: String,
+    },
+    Channel(mcap::records::Channel),
+    Message {
+        header: MessageHeader,
+        data: Vec<u8>,
+    },
+    Metadata(mcap::records::Metadata),
+    Footer,
+    Other,
+}
+
+/// The records of a file, front to back.
+struct Records {
+    path: PathBuf,
+    file: File,
+    reader: LinearReader,
+    /// Complete messages given out.
+    messages: u64,
+    /// Bytes handed to the reader.
+    offset: u64,
+    done: bool,
+}
+
+impl Records {
+    /// The next record; `Err(Truncated)` when the file ends inside one;
+    /// `None` after the end magic.
+    fn next(&mut self) -> Option<Result<Rec>> {
+        if self.done {
+            return None;
+        }
+        loop {
+            let event = match self.reader.next_event() {
+                None => {
+                    self.done = true;
+                    return None;
+                }
+                Some(Ok(e)) => e,
+                Some(Err(e)) => {
+                    self.done = true;
+                    return Some(Err(self.stopped(e)));
+                }
+            };
+            match event {
+                LinearReadEvent::ReadRequest(n) => {
+                    let buf = self.reader.insert(n);
+                    let got = match self.file.read(buf) {
+                        Ok(k) => k,
+                        Err(source) => {
+                            self.done = true;
+                            return Some(Err(Error::Io {
+                                path: self.path.clone(),
+                                source,
+                            }));
+                        }
+                    };
+                    self.offset += got as u64;
+                    self.reader.notify_read(got);
+                }
+                LinearReadEvent::Record { opcode, data } => {
+                    let rec = match mcap::parse_record(opcode, data) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            self.done = true;
+                            let what = format!("record {opcode:#04x}: {e}");
+                            return Some(Err(Error::Invalid {
+                                path: self.path.clone(),
+                                what,
+                            }));
+                        }
+                    };
+                    let rec = match rec {
+                        Record::Header(h) => Rec::Header(h.profile),
+                        Record::Schema { header, .. } => Rec::Schema {
+                            id: header.id,
+                            name: header.name,
+                            encoding: header.encoding,
+                        },
+                        Record::Channel(c) => Rec::Channel(c),
+                        Record::Message { header, data } => {
+                            self.messages += 1;
+                            Rec::Message {
+                                header,
+                                data: data.into_owned(),
+                            }
+                        }
+                        Record::Metadata(m) => Rec::Metadata(m),
+                        Record::Footer(_) => Rec::Footer,
+                        _ => Rec::Other,
+                    };
+                    return Some(Ok(rec));
+                }
+            }
+        }
+    }
+
+    fn stopped(&self, e: McapError) -> Error {
+        match e {
+            McapError::UnexpectedEof | McapError::UnexpectedEoc => Error::Truncated {
+                path: self.path.clone(),
+                messages: self.messages,
+                offset: self.offset,
+                reason: e.to_string(),
+            },
+            // The limit is the file's length: the record runs past its end.
+            McapError::RecordTooLarge { opcode, len } => Error::Truncated {
+                path: self.path.clone(),
+                messages: self.messages,
+                offset: self.offset,
+                reason: format!(
+                    "a record (opcode {opcode:#04x}) of {len} bytes runs past the end of the file"
+                ),
+            },
+            other => Error::Invalid {
+                path: self.path.clone(),
+                what: format!("after {} messages: {other}", self.messages),
+            },
+        }
+    }
+}
+
+/// The channels seen so far, and their schemas' names and encodings.
+#[derive(Default)]
+struct Channels {
+    schemas: BTreeMap<u16, (String, String)>,
+    channels: BTreeMap<u16, ChannelInfo>,
+}
+
+impl Channels {
+    /// Takes note of a schema or channel record; a channel whose fastio
+    /// metadata does not parse is an error.
+    fn note(&mut self, rec: &Rec, path: &Path) -> Result<()> {
+        match rec {
+            Rec::Schema { id, name, encoding } => {
+                self.schemas.insert(*id, (name.clone(), encoding.clone()));
+            }
+            Rec::Channel(c) => {
+                let (schema, schema_encoding) =
+                    self.schemas.get(&c.schema_id).cloned().unwrap_or_default();
+                let kind = match (schema.as_str(), c.message_encoding.as_str()) {
+                    (FRAME_SCHEMA, ENCODING) if schema_encoding == ENCODING => ChannelKind::Stream,
+                    (ENTRY_SCHEMA, ENCODING) if schema_encoding == ENCODING => ChannelKind::Entries,
+                    _ if c.metadata.get(meta::KIND).map(String::as_str) == Some("image") => {
+                        ChannelKind::Image
+                    }
+                    _ => ChannelKind::Other,
+                };
+                let invalid = |what: String| Error::Invalid {
+                    path: path.to_owned(),
+                    what: format!("channel {:?}: {what}", c.topic),
+                };
+                let (element, max_shape) = if kind == ChannelKind::Stream {
+                    let e = c.metadata.get(meta::ELEMENT).map(String::as_str);
+                    let element = e.and_then(Primitive::from_name).ok_or_else(|| {
+                        invalid(format!("element type {e:?} is not a primitive type"))
+                    })?;
+                    let text = c.metadata.get(meta::MAX_SHAPE).cloned().unwrap_or_default();
+                    let max: Vec<usize> = serde_json::from_str(&text)
+                        .map_err(|e| invalid(format!("largest shape {text:?}: {e}")))?;
+                    let dims: Vec<u64> = max.iter().map(|&d| d as u64).collect();
+                    array_bytes(&dims, element.size())
+                        .map_err(|e| invalid(format!("largest shape: {e}")))?;
+                    (Some(element), Some(max))
+                } else {
+                    (None, None)
+                };
+                // The summary repeats the channels: the first one counts.
+                if self.channels.contains_key(&c.id) {
+                    return Ok(());
+                }
+                self.channels.insert(
+                    c.id,
+                    ChannelInfo {
+                        id: c.id,
+                        topic: c.topic.clone(),
+                        kind,
+                        schema,
+                        encoding: c.message_encoding.clone(),
+                        element,
+                        max_shape,
+                        messages: 0,
+                        bytes: 0,
+                        span_ns: None,
+                    },
+                );
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+impl Recording {
+    /// The recording at `path` (read when asked).
+    pub fn open(path: &Path) -> Result<Recording> {
+        let meta = std::fs::metadata(path).map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        if !meta.is_file() {
+            return Err(Error::Invalid {
+                path: path.to_owned(),
+                what: "not a file".into(),
+            });
+        }
+        Ok(Recording {
+            path: path.to_owned(),
+            len: meta.len(),
+        })
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn records(&self) -> Result<Records> {
+        let file = File::open(&self.path).map_err(|source| Error::Io {
+            path: self.path.clone(),
+            source,
+        })?;
+        // No record is longer than the file: a length field beyond it is
+        // refused before anything is allocated for it.
+        let limit = usize::try_from(self.len).unwrap_or(usize::MAX).max(64);
+        let reader = LinearReader::new_with_options(
+            LinearReaderOptions::default().with_record_length_limit(limit),
+        );
+        Ok(Records {
+            path: self.path.clone(),
+            file,
+            reader,
+            messages: 0,
+            offset: 0,
+            done: false,
+        })
+    }
+
+    /// Reads the whole file: channels, counts, time span, metadata. A file
+    /// cut off by a killed recorder is not an error here: [`Info::cut`]
+    /// says where it stops.
+    pub fn info(&self) -> Result<Info> {
+        let mut records = self.records()?;
+        let mut channels = Channels::default();
+        let mut info = Info {
+            path: self.path.clone(),
+            bytes: self.len,
+            profile: String::new(),
+            channels: Vec::new(),
+            messages: 0,
+            complete: false,
+            cut: None,
+            run: BTreeMap::new(),
+            counts: BTreeMap::new(),
+        };
+        while let Some(rec) = records.next() {
+            let rec = match rec {
+                Ok(r) => r,
+                Err(e @ Error::Truncated { .. }) => {
+                    info.cut = Some(e.to_string());
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            channels.note(&rec, &self.path)?;
+            match rec {
+                Rec::Header(profile) => info.profile = profile,
+                Rec::Message { header, data } => {
+                    info.messages += 1;
+                    if let Some(c) = channels.channels.get_mut(&header.channel_id) {
+                        c.messages += 1;
+                        c.bytes += data.len() as u64;
+                        let t = header.log_time;
+                        c.span_ns = Some(c.span_ns.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
+                    }
+                }
+                Rec::Metadata(m) if m.name == METADATA_RUN => info.run = m.metadata,
+                Rec::Metadata(m) if m.name == METADATA_COUNTS => info.counts = m.metadata,
+                Rec::Footer => info.complete = true,
+                _ => {}
+            }
+        }
+        info.channels = channels.channels.into_values().collect();
+        Ok(info)
+    }
+
+    /// The frames of stream `topic`, in file order, each checked against
+    /// the channel (element type, largest shape, byte count).
+    pub fn frames(
+        &self,
+        topic: &str,
+    ) -> Result<impl Iterator<Item = Result<RecordedFrame>> + use<>> {
+        let mut records = self.records()?;
+        let mut channels = Channels::default();
+        let path = self.path.clone();
+        let topic = topic.to_owned();
+        let mut id: Option<u16> = None;
+        let mut failed = false;
+        Ok(std::iter::from_fn(move || {
+            if failed {
+                return None;
+            }
+            loop {
+                let rec = match records.next()? {
+                    Ok(r) => r,
+                    Err(e) => {
+                        failed = true;
+                        return Some(Err(e));
+                    }
+                };
+                if let Err(e) = channels.note(&rec, &path) {
+                    failed = true;
+                    return Some(Err(e));
+                }
+                match rec {
+                    Rec::Channel(c) if c.topic == topic => {
+                        if channels.channels.get(&c.id).map(|c| c.kind) != Some(ChannelKind::Stream)
+                        {
+                            failed = true;
+                            return Some(Err(Error::Invalid {
+                                path: path.clone(),
+                                what: format!("channel {topic:?} is not a fastio stream"),
+                            }));
+                        }
+                        id = Some(c.id);
+                    }
+                    Rec::Message { header, data } if Some(header.channel_id) == id => {
+                        let c = &channels.channels[&header.channel_id];
+                        let checked = check_frame(c, &data).map(|(h, at)| RecordedFrame {
+                            header: h,
+                            log_time: header.log_time,
+                            bytes: data[at..].to_vec(),
+                        });
+                        return Some(checked.map_err(|what| {
+                            failed = true;
+                            Error::Invalid {
+                                path: path.clone(),
+                                what: format!("{topic}, message {}: {what}", records.messages),
+                            }
+                        }));
+                    }
+                    _ => {}
+                }
+            }
+        }))
+    }
+
+    /// The entries of a one-shot run, in file order.
+    pub fn entries(&self) -> Result<Vec<RecordedEntry>> {
+        let mut records = self.records()?;
+        let mut channels = Channels::default();
+        let mut out = Vec::new();
+        while let Some(rec) = records.next() {
+            let rec = rec?;
+            channels.note(&rec, &self.path)?;
+            if let Rec::Message { header, data } = rec
+                && channels.channels.get(&header.channel_id).map(|c| c.kind)
+                    == Some(ChannelKind::Entries)
+            {
+                let (h, payload) =
+                    decode_message::<EntryHeader>(&data).map_err(|what| Error::Invalid {
+                        path: self.path.clone(),
+                        what: format!("entry message {}: {what}", records.messages),
+                    })?;
+                out.push(RecordedEntry {
+                    header: h,
+                    bytes: payload.to_vec(),
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// The stream channel to replay: `topic`, or the only stream there is.
+    pub fn stream_channel(&self, topic: Option<&str>) -> Result<ChannelInfo> {
+        let info = self.info()?;
+        let streams: Vec<&ChannelInfo> = info
+            .channels
+            .iter()
+            .filter(|c| c.kind == ChannelKind::Stream)
+            .collect();
+        let known = || {
+            streams
+                .iter()
+                .map(|c| c.topic.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match topic {
+            Some(t) => streams
+                .iter()
+                .find(|c| c.topic == t)
+                .map(|c| (*c).clone())
+                .ok_or_else(|| Error::NoChannel {
+                    path: self.path.clone(),
+                    name: t.to_owned(),
+                    known: known(),
+                }),
+            None if streams.len() == 1 => Ok(streams[0].clone()),
+            None => Err(Error::Invalid {
+                path: self.path.clone(),
+                what: format!(
+                    "{} streams ({}): name the one to replay",
+                    streams.len(),
+                    known()
+                ),
+            }),
+        }
+    }
+}
+
+/// A frame message of channel `c`: its header and where its bytes start,
+/// or what is wrong with it.
+fn check_frame(c: &ChannelInfo, data: &[u8]) -> Result<(FrameHeader, usize), String> {
+    let (h, payload) = decode_message::<FrameHeader>(data)?;
+    let (Some(element), Some(max)) = (c.element, c.max_shape.as_ref()) else {
+        return Err("not a stream channel".into());
+    };
+    if h.shape.len() != max.len() || h.shape.iter().zip(max).any(|(&d, &m)| d > m as u64) {
+        return Err(format!(
+            "shape {:?} beyond the stream's largest {max:?}",
+            h.shape
+        ));
+    }
+    let want = array_bytes(&h.shape, element.size())?;
+    if payload.len() != want {
+        return Err(format!(
+            "{} bytes for shape {:?} of {} ({want} expected)",
+            payload.len(),
+            h.shape,
+            element.name()
+        ));
+    }
+    Ok((h, data.len() - payload.len()))
+}
