@@ -12,6 +12,7 @@ mod metrics;
 mod params_cmd;
 mod params_output;
 mod pipeline_cmd;
+mod record_cmd;
 mod run_cmd;
 mod shm_cmd;
 mod top;
@@ -48,6 +49,14 @@ enum Command {
     /// Watch every live context of this user: memory, operators, streams,
     /// allocations (read-only; `q` quits).
     Top(top::TopArgs),
+    /// Recordings (MCAP): `fastio record --info FILE` lists a recording's
+    /// channels, counts, types and time span.
+    Record(record_cmd::RecordArgs),
+    /// Replay a recorded stream as a pipeline's source: run as an
+    /// operator's command (`command: [fastio, replay, FILE.mcap]`), it
+    /// publishes the recorded frames into its output at the recorded pace,
+    /// as fast as the consumers take them, or looped.
+    Replay(record_cmd::ReplayArgs),
 }
 
 /// A failure to report: the text goes to stderr as is, then the process
@@ -96,6 +105,8 @@ fn main() -> ExitCode {
         Command::Pipeline(cmd) => pipeline_cmd::run_pipeline_cmd(cmd),
         Command::Run(args) => run_cmd::run(*args),
         Command::Top(args) => top::run(args),
+        Command::Record(args) => record_cmd::record(args),
+        Command::Replay(args) => record_cmd::replay(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

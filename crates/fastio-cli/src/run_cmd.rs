@@ -54,6 +54,11 @@ pub(crate) struct RunArgs {
     /// A streaming pipeline's sources stop after this many seconds.
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
+    /// Record the run to this MCAP file: every stream, losslessly (the
+    /// recorder is one more consumer of each), or every entry a one-shot
+    /// job published (`fastio record --info FILE` lists it; docs/recording.md)
+    #[arg(long, value_name = "FILE")]
+    record: Option<PathBuf>,
     /// Serve the run's numbers as OpenMetrics text at
     /// `http://ADDR/metrics` while it runs (`127.0.0.1:9184`).
     #[arg(long, value_name = "ADDR")]
@@ -252,6 +257,14 @@ fn report_json(report: &RunReport) -> String {
             "frames": e.frames,
             "dropped": e.dropped,
         })).collect::<Vec<_>>(),
+        "recording": report.recording.as_ref().map(|r| json!({
+            "path": r.path,
+            "streams": r.streams.iter().map(|s| json!({
+                "stream": s.stream, "frames": s.frames, "skipped": s.skipped,
+            })).collect::<Vec<_>>(),
+            "entries": r.entries,
+            "error": r.error,
+        })),
     })
     .to_string()
 }
@@ -318,6 +331,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         keep_context: args.keep_context,
         headroom: args.headroom << 20,
         base_dir,
+        record: args.record.clone(),
         ..RunOptions::default()
     };
     if let Some(j) = args.jobs {
@@ -429,6 +443,9 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
             println!("{entry}: {text}");
         }
         println!("output: {}", report.output_dir.display());
+        if let Some(r) = &report.recording {
+            println!("{}", crate::record_cmd::recording_line(r));
+        }
         if let Some(h) = &report.kept_context {
             println!("context kept: {h}");
         }

@@ -37,6 +37,12 @@ pub enum DriverError {
     /// The context could not be created or prepared.
     #[error("context: {0}")]
     Context(#[from] fastio::Error),
+    /// The recording (`--record`) could not be made.
+    #[error("recording: {0}")]
+    Record(#[from] fastio_record::Error),
+    /// Recording was asked for where it is not supported.
+    #[error("{0}")]
+    RecordNotSupported(String),
     /// An operator has no command to run.
     #[error("operator {0} has no container command")]
     NoCommand(String),
@@ -107,6 +113,10 @@ pub struct RunOptions {
     pub base_dir: PathBuf,
     /// Environment variables for every operator, beside the definition's.
     pub env: Vec<(String, String)>,
+    /// Record the run to this MCAP file (`fastio-record`): every stream,
+    /// losslessly (the recorder is one more consumer of each), or every
+    /// entry a one-shot job published. Overrides `streaming.record`.
+    pub record: Option<PathBuf>,
 }
 
 impl Default for RunOptions {
@@ -122,6 +132,7 @@ impl Default for RunOptions {
             keep_context: false,
             base_dir: PathBuf::from("."),
             env: Vec::new(),
+            record: None,
         }
     }
 }
@@ -152,8 +163,9 @@ impl LocalDriver {
         // slots, or every static entry.
         let mut needed = 0u64;
         if let Some(st) = &self.pipeline.plan.streaming {
+            let _ = st;
             for e in 0..self.pipeline.plan.entries.len() {
-                let o = st.stream_options(&self.pipeline.plan, e)?;
+                let o = self.stream_options(e)?;
                 let reserved = o.reserved_bytes().unwrap_or(u64::MAX / 4);
                 needed = needed.saturating_add(reserved);
                 bytes += reserved + 4096;
@@ -245,6 +257,13 @@ impl LocalDriver {
                 host: link.host().to_owned(),
                 hosts: placement.hosts.clone(),
             });
+        }
+        if self.record_path().is_some() {
+            return Err(DriverError::RecordNotSupported(
+                "recording a run across hosts is not supported: record on one host, or \
+                 record its streams with `fastio record`"
+                    .into(),
+            ));
         }
         with_signals(|interrupted| self.run_with(Some(link), interrupted, &mut progress))
     }

@@ -49,6 +49,7 @@ pub mod model;
 mod pipeline;
 pub mod placement;
 mod process;
+mod record;
 mod report;
 mod run;
 mod schedule;
@@ -66,6 +67,7 @@ pub use hosts::{Ended, HostLink, LinkEvent};
 pub use load::{Diagnostic, MAX_DEFINITION_BYTES, Severity};
 pub use pipeline::{InputDef, IoType, OperatorDef, OutputDef, Pipeline};
 pub use placement::{Crossing, DEFAULT_HOST, Placement};
+pub use record::RecordingReport;
 pub use report::{
     EdgeReport, OperatorReport, Outcome, Progress, RunReport, SNAPSHOT_EVERY, StreamRate,
 };

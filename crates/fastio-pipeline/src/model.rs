@@ -76,6 +76,9 @@ pub struct StreamingDoc {
     pub max_shape: Option<BTreeMap<String, Spanned<Vec<Spanned<i64>>>>>,
     /// Operators started again when they fail.
     pub restart: Option<BTreeMap<String, Spanned<RestartDoc>>>,
+    /// Record every stream of the run, losslessly, to this MCAP file
+    /// (relative to the definition's directory).
+    pub record: Option<Spanned<String>>,
 }
 
 /// How an operator is restarted.

@@ -120,4 +120,8 @@ pub struct Pipeline {
     /// Which host runs which operator (one host, `main`, without a
     /// `placement:` section).
     pub placement: crate::placement::Placement,
+    /// `streaming.record`: the MCAP file every stream is recorded to
+    /// (relative to the definition's directory); [`crate::RunOptions::record`]
+    /// overrides it.
+    pub record: Option<std::path::PathBuf>,
 }

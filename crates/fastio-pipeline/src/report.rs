@@ -79,6 +79,8 @@ pub struct RunReport {
     /// it (to draw the graph with, `fastio pipeline plan --format dot
     /// --run REPORT`).
     pub edges: Vec<EdgeReport>,
+    /// What the recording wrote (`--record`, `streaming.record`).
+    pub recording: Option<crate::RecordingReport>,
 }
 
 /// What a run measured of one entry (an edge of the graph).

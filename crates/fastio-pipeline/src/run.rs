@@ -68,6 +68,8 @@ pub(crate) struct Run<'d> {
     link_events: Option<Receiver<LinkEvent>>,
     interrupted: &'d AtomicBool,
     last_snapshot: Instant,
+    /// The recording of this run (`--record`), finished with it.
+    pub(crate) recording: Option<crate::record::Recording>,
 }
 
 impl<'d> Run<'d> {
@@ -129,6 +131,7 @@ impl<'d> Run<'d> {
             link_events: None,
             interrupted,
             last_snapshot: Instant::now(),
+            recording: None,
         })
     }
 
@@ -419,6 +422,7 @@ impl<'d> Run<'d> {
             }
         }
         self.snapshot(progress, &self.edges, true);
+        let recording = self.recording.take().map(crate::record::Recording::finish);
         let kept_context = self
             .driver
             .opts
@@ -444,6 +448,7 @@ impl<'d> Run<'d> {
             output_dir: dirs.output,
             kept_context,
             edges,
+            recording,
         }
     }
 }

@@ -19,6 +19,7 @@ impl LocalDriver {
         progress: &mut dyn FnMut(Progress),
     ) -> Result<(), DriverError> {
         self.prepare(&run.ctx, &|i| run.is_local(i))?;
+        run.recording = self.record_entries()?;
         run.connect()?;
         let deps: Vec<Vec<usize>> = run
             .ops()
@@ -86,6 +87,9 @@ impl LocalDriver {
     fn on_exit(&self, run: &mut Run<'_>, i: usize, outcome: &Outcome) {
         if *outcome == Outcome::Succeeded {
             run.reports[i].bytes_shared = self.bytes_of(&run.ctx, i);
+            if let Some(rec) = run.recording.as_mut() {
+                self.record_outputs(rec, &run.ctx, i);
+            }
             let elapsed = run.t0.elapsed();
             for (_, e) in &self.pipeline.plan.operators[i].outputs {
                 let entry = &self.pipeline.plan.entries[*e];

@@ -44,12 +44,18 @@ impl LocalDriver {
         plan.publish(&run.ctx)?;
         // The streams an operator of this host touches (all of them on
         // one host).
+        let here = |e: usize| {
+            let entry = &plan.entries[e];
+            run.is_local(entry.producer) || entry.consumers.iter().any(|&c| run.is_local(c))
+        };
+        let _ = streaming;
         for (e, entry) in plan.entries.iter().enumerate() {
-            if run.is_local(entry.producer) || entry.consumers.iter().any(|&c| run.is_local(c)) {
+            if here(e) {
                 run.ctx
-                    .declare_stream(&entry.key, &streaming.stream_options(plan, e)?)?;
+                    .declare_stream(&entry.key, &self.stream_options(e)?)?;
             }
         }
+        run.recording = self.record_streams(&run.ctx, &here)?;
         run.connect()?;
         for i in 0..self.pipeline.operators.len() {
             if run.is_local(i) && !run.start(i, progress) {

@@ -340,6 +340,11 @@ pub(crate) fn validate(doc: &PipelineDoc, r: &mut Report) -> Option<Pipeline> {
         plan,
         schedule,
         placement,
+        record: doc
+            .streaming
+            .as_ref()
+            .and_then(|s| s.value.record.as_ref())
+            .map(|r| std::path::PathBuf::from(&r.value)),
     })
 }
 

@@ -1,0 +1,345 @@
+//! Issue 33: recording a run to MCAP (`fastio run --record`,
+//! `streaming.record`), `fastio record --info`, and `fastio replay` as a
+//! pipeline's source; hostile recordings give one clean error line.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use fastio_record::{ChannelKind, Recording};
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("record")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn fastio(dir: &Path, args: &[&str]) -> Output {
+    Command::new(common::fastio())
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Word `i` of source frame `seq` (fio-streamop's rule), `stages` on.
+fn value(seq: u64, i: usize, stages: u32) -> u32 {
+    (seq as u32)
+        .wrapping_mul(2_654_435_761)
+        .wrapping_add(i as u32)
+        .wrapping_add(stages)
+}
+
+const ARR: &str = "type: array, element-type: uint32, shape: [-1, 64]";
+
+/// Every frame of `topic`: frame numbers 0.., rows `1 + seq % 16` (the
+/// source's shapes), every word as fio-streamop writes it `stages` on.
+fn check_recorded(path: &Path, topic: &str, frames: u64, stages: u32) {
+    let rec = Recording::open(path).unwrap();
+    let mut n = 0u64;
+    for f in rec.frames(topic).unwrap() {
+        let f = f.unwrap();
+        let seq = f.header.frame;
+        assert_eq!(seq, n, "{topic}: frames in order, none twice");
+        assert_eq!(f.header.source_frame, seq);
+        assert_eq!(
+            f.header.shape,
+            vec![1 + seq % 16, 64],
+            "{topic} frame {seq}"
+        );
+        for (i, w) in f.bytes.chunks_exact(4).enumerate() {
+            let got = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+            let want = if i == 0 {
+                stages
+            } else {
+                value(seq, i, stages)
+            };
+            assert_eq!(got, want, "{topic} frame {seq} word {i}");
+        }
+        n += 1;
+    }
+    assert_eq!(n, frames, "{topic}");
+}
+
+/// A streaming run of 2,000 frames of varying shape, recorded (by
+/// `streaming.record`) while its stage is SIGKILLed once and restarted:
+/// every frame of both streams is in the file, in order, bit-exact; `fastio
+/// record --info` lists them; each stream replayed by `fastio replay` into
+/// a sink that checks every word, shape and order gives the same frames.
+#[test]
+fn a_run_recorded_while_a_stage_is_killed_replays_every_frame_bit_exact() {
+    let dir = tmpdir("killed-stage");
+    let op = common::example("fio-streamop").display().to_string();
+    let once = dir.join("died-once");
+    let yaml = format!(
+        "api-version: 0.5.0
+name: recorded
+operators:
+- name: src
+  container: {{image: rust, command: [{op}, source, v]}}
+  output: [{{name: v, {ARR}}}]
+- name: stage
+  container: {{image: rust, command: [{op}, stage, v, w], variables: {{DIE_AT: '777', DIE_ONCE: '{}'}}}}
+  input: [{{from: src, name: v, {ARR}}}]
+  output: [{{name: w, {ARR}}}]
+- name: sink
+  container: {{image: rust, command: [{op}, sink, w], variables: {{EXPECT_FRAMES: 2000}}}}
+  input: [{{from: stage, name: w, {ARR}}}]
+streaming:
+  frames: 2000
+  record: run.mcap
+  max-shape:
+    src/v: [16, 64]
+    stage/w: [16, 64]
+  restart:
+    stage: {{policy: on-failure, limit: 1}}
+",
+        once.display()
+    );
+    common::write(&dir, "p.yaml", &yaml);
+    let o = fastio(&dir, &["run", "p.yaml"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(once.exists(), "the stage never died: {}", text(&o));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("recorded: ") && stdout.contains("src/v 2000 frames, stage/w 2000 frames"),
+        "{}",
+        text(&o)
+    );
+    let file = dir.join("run.mcap");
+    check_recorded(&file, "src/v", 2000, 0);
+    check_recorded(&file, "stage/w", 2000, 1);
+    let info = Recording::open(&file).unwrap().info().unwrap();
+    assert!(info.complete);
+    assert_eq!(
+        info.counts.get("stage/w.skipped").map(String::as_str),
+        Some("0")
+    );
+    assert!(info.channels.iter().all(|c| c.kind == ChannelKind::Stream));
+
+    let o = fastio(&dir, &["record", "--info", "run.mcap"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let listed = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        listed.contains("4000 messages in 2 channels, closed well"),
+        "{listed}"
+    );
+    assert!(
+        listed.lines().any(|l| l.contains("stage/w")
+            && l.contains("uint32 at most [16, 64]")
+            && l.contains("2000 messages")),
+        "{listed}"
+    );
+
+    // Each stream replayed into a sink that checks every frame (word 0
+    // says how many stages the recorded frames went through).
+    for (stream, stages) in [("src/v", 0), ("stage/w", 1)] {
+        let fastio_bin = common::fastio();
+        let yaml = format!(
+            "api-version: 0.5.0
+name: replayed
+operators:
+- name: replay
+  container: {{image: rust, command: [{fastio_bin}, replay, run.mcap, --stream, {stream}, --pace, fast]}}
+  output: [{{name: v, {ARR}}}]
+- name: sink
+  container: {{image: rust, command: [{op}, sink, v], variables: {{EXPECT_FRAMES: 2000, EXPECT_STAGES: '{stages}'}}}}
+  input: [{{from: replay, name: v, {ARR}}}]
+streaming:
+  frames: 100000
+  record: replayed.mcap
+  max-shape:
+    replay/v: [16, 64]
+"
+        );
+        common::write(&dir, "r.yaml", &yaml);
+        let o = fastio(&dir, &["run", "r.yaml"]);
+        assert!(o.status.success(), "{stream}: {}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            out.contains(&format!(
+                "[replay] replay: 2000 frames of {stream} from run.mcap"
+            )),
+            "{}",
+            text(&o)
+        );
+        assert!(out.contains("[sink] sink: 2000 frames"), "{}", text(&o));
+        // What flowed the second time is what flowed the first.
+        check_recorded(&dir.join("replayed.mcap"), "replay/v", 2000, stages);
+    }
+}
+
+/// A one-shot run's entries (`fastio run --record`): name, type, shape,
+/// bytes and operator of every entry published.
+#[test]
+fn a_one_shot_run_records_every_entry_it_published() {
+    let dir = tmpdir("one-shot");
+    let testop = common::example("fio-testop").display().to_string();
+    let yaml = format!(
+        "api-version: 0.5.0
+name: entries
+operators:
+- name: make
+  container: {{image: rust, command: [{testop}, fill, v, '1.5']}}
+  output: [{{name: v, type: array, element-type: float32, shape: [2, 4]}}]
+- name: total
+  container: {{image: rust, command: [{testop}, sum, s, v]}}
+  input: [{{from: make, name: v, type: array, element-type: float32, shape: [2, 4]}}]
+  output: [{{name: s, type: float64}}]
+"
+    );
+    common::write(&dir, "p.yaml", &yaml);
+    let o = fastio(&dir, &["run", "p.yaml", "--record", "entries.mcap"]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("recorded: entries.mcap (2 entries)"),
+        "{}",
+        text(&o)
+    );
+    let entries = Recording::open(&dir.join("entries.mcap"))
+        .unwrap()
+        .entries()
+        .unwrap();
+    assert_eq!(entries.len(), 2);
+    let v = &entries[0];
+    assert_eq!(
+        (
+            v.header.entry.as_str(),
+            v.header.operator.as_str(),
+            v.header.element_type.as_str(),
+            &v.header.shape
+        ),
+        ("make/v", "make", "float32", &vec![2, 4])
+    );
+    assert!(
+        v.bytes
+            .chunks_exact(4)
+            .all(|c| f32::from_ne_bytes([c[0], c[1], c[2], c[3]]) == 1.5)
+    );
+    assert_eq!(v.bytes.len(), 32);
+    let s = &entries[1];
+    assert_eq!(
+        (s.header.entry.as_str(), s.header.element_type.as_str()),
+        ("total/s", "float64")
+    );
+    assert_eq!(f64::from_ne_bytes(s.bytes[..8].try_into().unwrap()), 12.0);
+}
+
+/// Truncated, bit-flipped and hostile recordings given to `fastio replay`
+/// (in a pipeline) and to `fastio record --info`: one clean error line
+/// naming the file, exit 1, never a panic; the info of a cut file reads up
+/// to its last complete message.
+#[test]
+fn hostile_recordings_give_one_clean_error_line() {
+    let dir = tmpdir("hostile");
+    let op = common::example("fio-streamop").display().to_string();
+    let yaml = format!(
+        "api-version: 0.5.0
+name: source
+operators:
+- name: src
+  container: {{image: rust, command: [{op}, source, v]}}
+  output: [{{name: v, {ARR}}}]
+- name: sink
+  container: {{image: rust, command: [{op}, sink, v]}}
+  input: [{{from: src, name: v, {ARR}}}]
+streaming:
+  frames: 60
+  max-shape:
+    src/v: [16, 64]
+"
+    );
+    common::write(&dir, "p.yaml", &yaml);
+    let o = fastio(&dir, &["run", "p.yaml", "--record", "good.mcap"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let good = std::fs::read(dir.join("good.mcap")).unwrap();
+
+    let mut cases: Vec<(&str, Vec<u8>)> = vec![
+        ("cut", good[..good.len() * 2 / 3].to_vec()),
+        ("empty", Vec::new()),
+        ("junk", b"not an mcap file at all".to_vec()),
+    ];
+    // A message's header length made huge, and a frame's bytes cut short
+    // inside an otherwise whole file: find the first message of src/v.
+    let mut hostile = good.clone();
+    let at = find(&hostile, b"{\"frame\":0,").expect("the first frame's header") - 4;
+    hostile[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+    cases.push(("huge header", hostile));
+    let mut flipped = good.clone();
+    let at = find(&flipped, b"\"shape\":[1,64]").expect("a shape");
+    flipped[at + 9] = b'9'; // [1,64] -> [9,64]: more bytes than the message has
+    cases.push(("wrong shape", flipped));
+
+    let fastio_bin = common::fastio();
+    for (name, bytes) in cases {
+        let file = dir.join(format!("{}.mcap", name.replace(' ', "-")));
+        std::fs::write(&file, &bytes).unwrap();
+        let yaml = format!(
+            "api-version: 0.5.0
+name: replay-bad
+operators:
+- name: replay
+  container: {{image: rust, command: [{fastio_bin}, replay, {}, --pace, fast]}}
+  output: [{{name: v, {ARR}}}]
+- name: sink
+  container: {{image: rust, command: [{op}, sink, v]}}
+  input: [{{from: replay, name: v, {ARR}}}]
+streaming:
+  frames: 100000
+  max-shape:
+    replay/v: [16, 64]
+",
+            file.display()
+        );
+        common::write(&dir, "r.yaml", &yaml);
+        let o = fastio(&dir, &["run", "r.yaml", "--report", "json"]);
+        assert!(!o.status.success(), "{name}: {}", text(&o));
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let replay = &report["operators"][0];
+        assert_eq!(replay["outcome"], "exit 1", "{name}: {}", text(&o));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        let said: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("[replay] fastio: "))
+            .collect();
+        assert_eq!(said.len(), 1, "{name}: one error line: {stderr}");
+        assert!(
+            said[0].contains(&file.display().to_string()),
+            "{name}: {}",
+            said[0]
+        );
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+
+        let o = fastio(&dir, &["record", "--info", &file.display().to_string()]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!err.contains("panicked"), "{name}: {err}");
+        if name == "cut" {
+            assert!(o.status.success(), "{}", text(&o));
+            assert!(
+                out.contains("read up to its last complete message"),
+                "{out}"
+            );
+        } else if !o.status.success() {
+            assert_eq!(err.lines().count(), 1, "{name}: {err}");
+            assert!(err.starts_with("fastio: "), "{name}: {err}");
+        }
+    }
+}
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
