@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 
 use dtype::Primitive;
 use mcap::McapError;
-use mcap::records::{MessageHeader, Record};
 use mcap::sans_io::linear_reader::{LinearReadEvent, LinearReader, LinearReaderOptions};
 
 use crate::error::{Error, Result};
@@ -21,11 +20,12 @@ use crate::format::{
     array_bytes, decode_message, meta,
 };
 
-/// A recording on disk.
+/// A recording on disk (or in memory, [`Recording::from_bytes`]).
 #[derive(Debug, Clone)]
 pub struct Recording {
     path: PathBuf,
     len: u64,
+    bytes: Option<std::sync::Arc<[u8]>>,
 }
 
 /// What a channel carries.
@@ -110,6 +110,27 @@ pub struct RecordedEntry {
     pub bytes: Vec<u8>,
 }
 
+/// A channel record.
+struct ChannelRec {
+    id: u16,
+    schema_id: u16,
+    topic: String,
+    message_encoding: String,
+    metadata: BTreeMap<String, String>,
+}
+
+/// A message record's header.
+struct MessageHeader {
+    channel_id: u16,
+    log_time: u64,
+}
+
+/// A metadata record.
+struct MetadataRec {
+    name: String,
+    metadata: BTreeMap<String, String>,
+}
+
 /// A record, owned.
 enum Rec {
     Header(String),
@@ -118,20 +139,117 @@ enum Rec {
         name: String,
         encoding: String,
     },
-    Channel(mcap::records::Channel),
+    Channel(ChannelRec),
     Message {
         header: MessageHeader,
         data: Vec<u8>,
     },
-    Metadata(mcap::records::Metadata),
+    Metadata(MetadataRec),
     Footer,
     Other,
+}
+
+/// MCAP opcodes (the spec's record types) we read.
+mod op {
+    pub const HEADER: u8 = 0x01;
+    pub const FOOTER: u8 = 0x02;
+    pub const SCHEMA: u8 = 0x03;
+    pub const CHANNEL: u8 = 0x04;
+    pub const MESSAGE: u8 = 0x05;
+    pub const METADATA: u8 = 0x0C;
+}
+
+/// Reads a record's fields, little-endian, each length checked against
+/// what is left.
+struct Fields<'a>(&'a [u8]);
+
+impl<'a> Fields<'a> {
+    fn take(&mut self, n: usize, what: &str) -> Result<&'a [u8], String> {
+        if n > self.0.len() {
+            return Err(format!(
+                "{what}: {n} bytes claimed, {} left in the record",
+                self.0.len()
+            ));
+        }
+        let (a, b) = self.0.split_at(n);
+        self.0 = b;
+        Ok(a)
+    }
+    fn array<const N: usize>(&mut self, what: &str) -> Result<[u8; N], String> {
+        let mut a = [0u8; N];
+        a.copy_from_slice(self.take(N, what)?);
+        Ok(a)
+    }
+    fn u16(&mut self, what: &str) -> Result<u16, String> {
+        self.array(what).map(u16::from_le_bytes)
+    }
+    fn u32(&mut self, what: &str) -> Result<u32, String> {
+        self.array(what).map(u32::from_le_bytes)
+    }
+    fn u64(&mut self, what: &str) -> Result<u64, String> {
+        self.array(what).map(u64::from_le_bytes)
+    }
+    fn string(&mut self, what: &str) -> Result<String, String> {
+        let n = self.u32(what)? as usize;
+        let bytes = self.take(n, what)?;
+        String::from_utf8(bytes.to_vec()).map_err(|_| format!("{what}: not UTF-8"))
+    }
+    fn map(&mut self, what: &str) -> Result<BTreeMap<String, String>, String> {
+        let n = self.u32(what)? as usize;
+        let mut inner = Fields(self.take(n, what)?);
+        let mut out = BTreeMap::new();
+        while !inner.0.is_empty() {
+            let k = inner.string(what)?;
+            let v = inner.string(what)?;
+            out.insert(k, v);
+        }
+        Ok(out)
+    }
+}
+
+/// The records a recording's reader needs; others are passed over.
+fn parse(opcode: u8, data: &[u8]) -> Result<Rec, String> {
+    let mut f = Fields(data);
+    Ok(match opcode {
+        op::HEADER => Rec::Header(f.string("profile")?),
+        op::FOOTER => Rec::Footer,
+        op::SCHEMA => Rec::Schema {
+            id: f.u16("schema id")?,
+            name: f.string("schema name")?,
+            encoding: f.string("schema encoding")?,
+        },
+        op::CHANNEL => Rec::Channel(ChannelRec {
+            id: f.u16("channel id")?,
+            schema_id: f.u16("schema id")?,
+            topic: f.string("topic")?,
+            message_encoding: f.string("message encoding")?,
+            metadata: f.map("channel metadata")?,
+        }),
+        op::MESSAGE => {
+            let channel_id = f.u16("channel id")?;
+            let _sequence = f.u32("sequence")?;
+            let log_time = f.u64("log time")?;
+            let _publish_time = f.u64("publish time")?;
+            Rec::Message {
+                header: MessageHeader {
+                    channel_id,
+                    log_time,
+                },
+                data: f.0.to_vec(),
+            }
+        }
+        op::METADATA => Rec::Metadata(MetadataRec {
+            name: f.string("metadata name")?,
+            metadata: f.map("metadata")?,
+        }),
+        _ => Rec::Other,
+    })
 }
 
 /// The records of a file, front to back.
 struct Records {
     path: PathBuf,
-    file: File,
+    file: Box<dyn Read>,
     reader: LinearReader,
     /// Complete messages given out.
     messages: u64,
@@ -176,36 +294,27 @@ impl Records {
                     self.reader.notify_read(got);
                 }
                 LinearReadEvent::Record { opcode, data } => {
-                    let rec = match mcap::parse_record(opcode, data) {
+                    // Our own parse of the few records we read: every
+                    // length is checked against the record before anything
+                    // is allocated (the library's parser trusts string and
+                    // map lengths: a hostile one asks for gigabytes).
+                    let rec = match parse(opcode, data) {
                         Ok(r) => r,
                         Err(e) => {
                             self.done = true;
-                            let what = format!("record {opcode:#04x}: {e}");
+                            let what = format!(
+                                "after {} messages: record {opcode:#04x}: {e}",
+                                self.messages
+                            );
                             return Some(Err(Error::Invalid {
                                 path: self.path.clone(),
                                 what,
                             }));
                         }
                     };
-                    let rec = match rec {
-                        Record::Header(h) => Rec::Header(h.profile),
-                        Record::Schema { header, .. } => Rec::Schema {
-                            id: header.id,
-                            name: header.name,
-                            encoding: header.encoding,
-                        },
-                        Record::Channel(c) => Rec::Channel(c),
-                        Record::Message { header, data } => {
-                            self.messages += 1;
-                            Rec::Message {
-                                header,
-                                data: data.into_owned(),
-                            }
-                        }
-                        Record::Metadata(m) => Rec::Metadata(m),
-                        Record::Footer(_) => Rec::Footer,
-                        _ => Rec::Other,
-                    };
+                    if matches!(rec, Rec::Message { .. }) {
+                        self.messages += 1;
+                    }
                     return Some(Ok(rec));
                 }
             }
@@ -324,7 +433,18 @@ impl Recording {
         Ok(Recording {
             path: path.to_owned(),
             len: meta.len(),
+            bytes: None,
         })
+    }
+
+    /// A recording held in memory (`<memory>` in errors): for tests and
+    /// fuzzing.
+    pub fn from_bytes(bytes: Vec<u8>) -> Recording {
+        Recording {
+            path: PathBuf::from("<memory>"),
+            len: bytes.len() as u64,
+            bytes: Some(bytes.into()),
+        }
     }
 
     /// The file.
@@ -333,10 +453,13 @@ impl Recording {
     }
 
     fn records(&self) -> Result<Records> {
-        let file = File::open(&self.path).map_err(|source| Error::Io {
-            path: self.path.clone(),
-            source,
-        })?;
+        let file: Box<dyn Read> = match &self.bytes {
+            Some(b) => Box::new(std::io::Cursor::new(b.clone())),
+            None => Box::new(File::open(&self.path).map_err(|source| Error::Io {
+                path: self.path.clone(),
+                source,
+            })?),
+        };
         // No record is longer than the file: a length field beyond it is
         // refused before anything is allocated for it.
         let limit = usize::try_from(self.len).unwrap_or(usize::MAX).max(64);
