@@ -642,6 +642,98 @@ def run_definition(cli, tmp_path, yaml, *args):
                           capture_output=True, text=True, timeout=180)
 
 
+def test_a_recording_reads_bit_exact_with_the_mcap_package(tmp_path):
+    """Issue 33: a streaming run recorded with `streaming.record`, read by
+    Foxglove's `mcap` package (PyPI): its summary (channels, schemas,
+    counts), every frame rebuilt from the message alone (header, element
+    type from the channel) and bit-exact, every image also as a
+    foxglove.RawImage with the same pixels."""
+    import base64
+
+    from mcap.reader import make_reader  # installed by `cargo xtask python`
+
+    cli, streamop = binaries()
+    bins = os.path.dirname(streamop)
+    arr = "type: array, element-type: uint32, shape: [-1, 64]"
+    yaml = f"""
+api-version: 0.5.0
+name: recorded
+operators:
+- name: src
+  container: {{image: rust, command: [{streamop}, source, v]}}
+  output: [{{name: v, {arr}}}]
+- name: sink
+  container: {{image: rust, command: [{streamop}, sink, v], variables: {{EXPECT_FRAMES: 300}}}}
+  input: [{{from: src, name: v, {arr}}}]
+- name: camera
+  container: {{image: rust, command: [{bins}/camera], variables: {{FPS: 2000}}}}
+  output: [{{name: image, type: array, element-type: uint8, shape: [240, 320, 3]}}]
+- name: gray
+  container: {{image: rust, command: [{bins}/gray]}}
+  input: [{{from: camera, name: image, type: array, element-type: uint8, shape: [240, 320, 3]}}]
+  output: [{{name: luma, type: array, element-type: float32, shape: [-1, -1]}}]
+streaming:
+  frames: 300
+  record: rec.mcap
+  max-shape:
+    src/v: [16, 64]
+    gray/luma: [240, 320]
+"""
+    p = run_definition(cli, tmp_path, yaml)
+    assert p.returncode == 0, (p.stdout, p.stderr)
+    with open(tmp_path / "rec.mcap", "rb") as f:
+        reader = make_reader(f)
+        header = reader.get_header()
+        assert header.profile == "fastio"
+        summary = reader.get_summary()
+        topics = {c.topic: c for c in summary.channels.values()}
+        assert set(topics) == {"src/v", "camera/image", "camera/image/image", "gray/luma"}
+        counts = {summary.channels[k].topic: n
+                  for k, n in summary.statistics.channel_message_counts.items()}
+        assert counts == {t: 300 for t in topics}, counts
+        schema = {t: summary.schemas[c.schema_id].name for t, c in topics.items()}
+        assert schema["src/v"] == "fastio.Frame" and schema["gray/luma"] == "fastio.Frame"
+        assert schema["camera/image/image"] == "foxglove.RawImage"
+        assert topics["gray/luma"].metadata["fastio.element"] == "float32"
+        assert json.loads(topics["gray/luma"].metadata["fastio.max_shape"]) == [240, 320]
+
+        # Streams are written as they flow: messages of different channels
+        # interleave in any order.
+        images, raw, lumas, seen = {}, {}, {}, {t: 0 for t in topics}
+        for sch, channel, message in reader.iter_messages():
+            seen[channel.topic] += 1
+            if sch.name == "foxglove.RawImage":
+                m = json.loads(message.data)
+                assert (m["encoding"], m["width"], m["height"], m["step"]) == ("rgb8", 320, 240, 960)
+                raw[message.sequence] = base64.b64decode(m["data"])
+                continue
+            n = int.from_bytes(message.data[:4], "little")
+            h = json.loads(message.data[4:4 + n])
+            payload = message.data[4 + n:]
+            a = np.frombuffer(payload, dtype=channel.metadata["fastio.element"]).reshape(h["shape"])
+            seq = h["frame"]
+            assert message.sequence == seq and h["source_frame"] == seq
+            if channel.topic == "src/v":
+                # fio-streamop's frames: rows 1 + seq % 16, word i the rule.
+                assert a.shape == (1 + seq % 16, 64)
+                words = a.reshape(-1).astype(np.uint64)
+                want = (seq * 2654435761 + np.arange(words.size, dtype=np.uint64)) % 2**32
+                want[0] = 0
+                assert np.array_equal(words, want), seq
+            elif channel.topic == "camera/image":
+                assert a.shape == (240, 320, 3)
+                images[seq] = payload
+            elif channel.topic == "gray/luma":
+                lumas[seq] = a
+        assert seen == counts
+        assert raw == images and sorted(images) == list(range(300))
+        for seq, a in lumas.items():
+            rgb = np.frombuffer(images[seq], dtype=np.uint8).reshape(240, 320, 3).astype(np.float32)
+            luma = (np.float32(0.299) * rgb[..., 0] + np.float32(0.587) * rgb[..., 1]
+                    + np.float32(0.114) * rgb[..., 2]) / np.float32(255.0)
+            assert np.array_equal(a, luma), seq
+
+
 def test_python_stage_in_a_streaming_pipeline(tmp_path):
     """Issue 18: `for frame in op:` between Rust operators that check every
     word; input views are read-only and keep their frames; the GIL is
