@@ -6,6 +6,7 @@
 
 #![forbid(unsafe_code)]
 
+mod contexts;
 mod dtype_cmd;
 mod graph;
 mod metrics;

@@ -15,12 +15,39 @@ use crate::Failure;
 /// `fastio record`.
 #[derive(Args)]
 pub(crate) struct RecordArgs {
-    /// List a recording: its channels (streams, images, entries), message
-    /// counts, element types and shapes, time span, and whether it was
-    /// closed well or cut off (read up to its last complete message).
-    #[arg(long, value_name = "FILE")]
-    info: PathBuf,
-    /// Print it as JSON.
+    /// Record a running streaming run to this MCAP file: every stream (or
+    /// those given with --stream), as an observer that never holds a frame,
+    /// so the pipeline never waits for it; frames it could not copy in
+    /// time are counted as skipped. Ends with the run, after --duration,
+    /// or on Ctrl-C (the file is closed well); killed, it leaves a file
+    /// readable up to its last complete message.
+    #[arg(short, long, value_name = "FILE", required_unless_present = "info")]
+    output: Option<PathBuf>,
+    /// The run's context: its name in /dev/shm (`--named-context` runs)
+    /// or a memfd as `/proc/PID/fd/N` (`fastio top` lists both). Default:
+    /// the only streaming run of this user (of --pipeline, if given).
+    #[arg(long, value_name = "CONTEXT")]
+    context: Option<String>,
+    /// The pipeline whose run to record.
+    #[arg(long, value_name = "NAME")]
+    pipeline: Option<String>,
+    /// Record only this stream (`operator/output`; repeatable).
+    #[arg(long = "stream", value_name = "STREAM")]
+    streams: Vec<String>,
+    /// Stop recording after this many seconds.
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+    /// Hold frames like a `block` consumer (nothing skipped). A running
+    /// run is recorded losslessly only from its start: `fastio run
+    /// --record FILE` or `streaming.record`.
+    #[arg(long)]
+    lossless: bool,
+    /// List a recording instead: its channels (streams, images, entries),
+    /// message counts, element types and shapes, time span, and whether it
+    /// was closed well or cut off (read up to its last complete message).
+    #[arg(long, value_name = "FILE", conflicts_with = "output")]
+    info: Option<PathBuf>,
+    /// With --info: print it as JSON.
     #[arg(long)]
     json: bool,
 }
@@ -91,9 +118,10 @@ pub(crate) fn recording_line(r: &RecordingReport) -> String {
 }
 
 pub(crate) fn record(args: RecordArgs) -> Result<(), Failure> {
-    let info = Recording::open(&args.info)
-        .and_then(|r| r.info())
-        .map_err(fail)?;
+    let Some(file) = &args.info else {
+        return live::record(&args);
+    };
+    let info = Recording::open(file).and_then(|r| r.info()).map_err(fail)?;
     if args.json {
         println!("{}", info_json(&info));
     } else {
@@ -301,4 +329,224 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
     }
     println!("replay: {n} frames of {} from {file}", channel.topic);
     Ok(())
+}
+
+/// `fastio record -o FILE`: a running run's streams through observers.
+mod live {
+    use std::fs::File;
+    use std::os::fd::AsRawFd;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex, PoisonError};
+    use std::time::{Duration, Instant};
+
+    use fastio::observe::Observer;
+    use fastio::plan::Plan;
+    use fastio::{Context, Error as FastioError, StreamTap};
+    use fastio_record::{FrameHeader, Recorder, RunInfo, StreamId};
+
+    use super::{RecordArgs, fail};
+    use crate::Failure;
+    use crate::contexts::discover;
+
+    /// The run to record: its context (attached) and plan, and what to
+    /// call it.
+    fn find(args: &RecordArgs) -> Result<(Context, Option<File>, Plan, String), Failure> {
+        let candidates: Vec<(String, String)> = match &args.context {
+            Some(c) => vec![(c.clone(), c.clone())],
+            None => discover()
+                .into_iter()
+                .map(|f| (f.label, f.target))
+                .collect(),
+        };
+        let mut runs = Vec::new();
+        for (label, target) in candidates {
+            let Ok(plan) = Observer::open(&target)
+                .and_then(|o| o.snapshot())
+                .map(|s| s.plan)
+            else {
+                if args.context.is_some() {
+                    return Err(fail(format!("record: {target}: not a live context")));
+                }
+                continue;
+            };
+            let Some(plan) = plan.filter(|p| p.streaming.is_some()) else {
+                if args.context.is_some() {
+                    return Err(fail(format!(
+                        "record: {target}: not a streaming run (no plan with `streaming:`)"
+                    )));
+                }
+                continue;
+            };
+            if args.pipeline.as_ref().is_some_and(|p| *p != plan.pipeline) {
+                continue;
+            }
+            runs.push((label, target, plan));
+        }
+        let (label, target, plan) = match runs.len() {
+            1 => runs.remove(0),
+            0 => {
+                return Err(fail(format!(
+                    "record: no streaming run{} of this user is running (`fastio top` lists contexts)",
+                    args.pipeline
+                        .as_ref()
+                        .map(|p| format!(" of pipeline {p:?}"))
+                        .unwrap_or_default()
+                )));
+            }
+            n => {
+                let names: Vec<String> = runs
+                    .iter()
+                    .map(|(l, _, p)| format!("{} ({l})", p.pipeline))
+                    .collect();
+                return Err(fail(format!(
+                    "record: {n} streaming runs: {}; choose with --context or --pipeline",
+                    names.join(", ")
+                )));
+            }
+        };
+        // A memfd of another process: open it here, attach by descriptor.
+        let (ctx, file) = if target.starts_with('/') {
+            let f = File::options()
+                .read(true)
+                .write(true)
+                .open(&target)
+                .map_err(|e| fail(format!("record: {target}: {e}")))?;
+            let ctx = Context::attach(&format!("fd:{}", f.as_raw_fd()))
+                .map_err(|e| fail(format!("record: {label}: {e}")))?;
+            (ctx, Some(f))
+        } else {
+            let ctx =
+                Context::attach(&target).map_err(|e| fail(format!("record: {label}: {e}")))?;
+            (ctx, None)
+        };
+        Ok((ctx, file, plan, label))
+    }
+
+    pub(super) fn record(args: &RecordArgs) -> Result<(), Failure> {
+        if args.lossless {
+            return Err(fail(
+                "record: --lossless: a running run is recorded losslessly only from its start \
+                 (`fastio run --record FILE` or `streaming.record`); without --lossless this \
+                 recorder never holds a frame and counts the ones it skips",
+            ));
+        }
+        let out = args.output.clone().unwrap_or_default();
+        let (ctx, _file, plan, label) = find(args)?;
+        let mut taps: Vec<StreamTap> = Vec::new();
+        for e in &plan.entries {
+            if !args.streams.is_empty()
+                && !args.streams.iter().any(|s| s.eq_ignore_ascii_case(&e.name))
+            {
+                continue;
+            }
+            taps.push(
+                ctx.stream_tap(&e.key)
+                    .map_err(|err| fail(format!("record: stream {}: {err}", e.name)))?,
+            );
+        }
+        if taps.is_empty() {
+            let known: Vec<&str> = plan.entries.iter().map(|e| e.name.as_str()).collect();
+            return Err(fail(format!(
+                "record: no stream of {} is named {} (its streams: {})",
+                plan.pipeline,
+                args.streams.join(", "),
+                known.join(", ")
+            )));
+        }
+        let mut recorder = Recorder::create(
+            &out,
+            &RunInfo {
+                pipeline: plan.pipeline.clone(),
+                run: label.clone(),
+            },
+        )
+        .map_err(fail)?;
+        let mut streams: Vec<(StreamId, StreamTap)> = Vec::new();
+        for tap in taps {
+            let id = recorder
+                .add_stream(tap.name(), tap.element(), tap.max_shape())
+                .map_err(fail)?;
+            streams.push((id, tap));
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            signal_hook::flag::register(sig, stop.clone())
+                .map_err(|e| fail(format!("record: signal handler: {e}")))?;
+        }
+        eprintln!(
+            "fastio: recording {} stream(s) of {} ({label}) to {}",
+            streams.len(),
+            plan.pipeline,
+            out.display()
+        );
+        let recorder = Arc::new(Mutex::new(recorder));
+        let error: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
+        let until = args
+            .duration
+            .map(|d| Instant::now() + Duration::from_secs_f64(d.max(0.0)));
+        let threads: Vec<_> = streams
+            .into_iter()
+            .map(|(id, mut tap)| {
+                let (recorder, error, stop) = (recorder.clone(), error.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    let mut skipped = 0;
+                    loop {
+                        if stop.load(Ordering::Relaxed)
+                            || until.is_some_and(|u| Instant::now() >= u)
+                        {
+                            break;
+                        }
+                        let said = match tap.next(Some(Duration::from_millis(100))) {
+                            Ok(Some(f)) => {
+                                let header = FrameHeader {
+                                    frame: f.seq,
+                                    source_frame: f.source_seq,
+                                    timestamp_ns: f.timestamp_ns,
+                                    shape: f.shape.iter().map(|&d| d as u64).collect(),
+                                };
+                                let mut r = recorder.lock().unwrap_or_else(PoisonError::into_inner);
+                                r.write_frame(id, &header, &f.bytes)
+                                    .map_err(|e| e.to_string())
+                            }
+                            Ok(None) | Err(FastioError::StreamPoisoned { .. }) => break,
+                            Err(FastioError::StreamTimeout { .. }) => Ok(()),
+                            Err(e) => Err(e.to_string()),
+                        };
+                        if let Err(e) = said {
+                            error
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .get_or_insert(format!("{}: {e}", tap.name()));
+                            stop.store(true, Ordering::Relaxed);
+                            break;
+                        }
+                        if tap.skipped() > skipped {
+                            let mut r = recorder.lock().unwrap_or_else(PoisonError::into_inner);
+                            let _ = r.skipped(id, tap.skipped() - skipped);
+                            skipped = tap.skipped();
+                        }
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            let _ = t.join();
+        }
+        let recorder = Arc::try_unwrap(recorder)
+            .map_err(|_| fail("record: a stream's thread still holds the file"))?
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        let totals = recorder.finish().map_err(fail)?;
+        let report = fastio_pipeline::RecordingReport {
+            path: out,
+            streams: totals,
+            entries: 0,
+            error: error.lock().unwrap_or_else(PoisonError::into_inner).take(),
+        };
+        println!("{}", super::recording_line(&report));
+        match report.error {
+            Some(e) => Err(fail(format!("record: {e}"))),
+            None => Ok(()),
+        }
+    }
 }

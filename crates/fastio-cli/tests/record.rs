@@ -343,3 +343,123 @@ streaming:
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
+
+/// `fastio record` attached to a running run, SIGKILLed at a seeded
+/// random moment: the run goes on unharmed (every frame reaches its sink),
+/// and the file reads up to its last complete message with `fastio record
+/// --info` and the reader: every frame there bit-exact, in order. Once
+/// more without the kill: the file is closed well when the run ends.
+#[test]
+fn a_live_recorder_killed_mid_run_leaves_a_readable_file_and_never_disturbs_the_run() {
+    let op = common::example("fio-streamop").display().to_string();
+    let mut seed = 0x3333_u64;
+    for round in 0..3 {
+        let dir = tmpdir(&format!("live-{round}"));
+        let yaml = format!(
+            "api-version: 0.5.0
+name: live-{round}
+operators:
+- name: src
+  container: {{image: rust, command: [{op}, source, v], variables: {{PAUSE_US: 1500}}}}
+  output: [{{name: v, {ARR}}}]
+- name: stage
+  container: {{image: rust, command: [{op}, stage, v, w]}}
+  input: [{{from: src, name: v, {ARR}}}]
+  output: [{{name: w, {ARR}}}]
+- name: sink
+  container: {{image: rust, command: [{op}, sink, w], variables: {{EXPECT_FRAMES: 1500}}}}
+  input: [{{from: stage, name: w, {ARR}}}]
+streaming:
+  frames: 1500
+  max-shape:
+    src/v: [16, 64]
+    stage/w: [16, 64]
+"
+        );
+        common::write(&dir, "p.yaml", &yaml);
+        let run = Command::new(common::fastio())
+            .args(["run", "p.yaml"])
+            .current_dir(&dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait until the run's context is there, then attach.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let pipeline = format!("live-{round}");
+        let mut recorder = Command::new(common::fastio())
+            .args(["record", "-o", "live.mcap", "--pipeline", &pipeline])
+            .current_dir(&dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let killed = round < 2;
+        if killed {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            std::thread::sleep(std::time::Duration::from_millis(400 + seed % 1200));
+            recorder.kill().unwrap(); // SIGKILL
+        }
+        let rec_out = recorder.wait_with_output().unwrap();
+        let out = run.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "round {round}: the run failed: {}",
+            text(&out)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).contains("[sink] sink: 1500 frames"),
+            "{}",
+            text(&out)
+        );
+        if !killed {
+            assert!(rec_out.status.success(), "{}", text(&rec_out));
+        }
+        let file = dir.join("live.mcap");
+        let o = fastio(&dir, &["record", "--info", "live.mcap"]);
+        assert!(o.status.success(), "round {round}: {}", text(&o));
+        let said = String::from_utf8_lossy(&o.stdout);
+        let info = Recording::open(&file).unwrap().info().unwrap();
+        if killed {
+            assert!(!info.complete, "round {round}: {said}");
+        } else {
+            assert!(info.complete && said.contains("closed well"), "{said}");
+            let recorded: u64 = info.counts["src/v.frames"].parse().unwrap();
+            assert_eq!(recorded, info.channels[0].messages);
+        }
+        for (topic, stages) in [("src/v", 0u32), ("stage/w", 1)] {
+            let mut last: Option<u64> = None;
+            for f in Recording::open(&file).unwrap().frames(topic).unwrap() {
+                let f = match f {
+                    Ok(f) => f,
+                    Err(e) => {
+                        assert!(killed, "round {round}: {e}");
+                        break;
+                    }
+                };
+                let seq = f.header.frame;
+                assert!(
+                    last.is_none_or(|l| seq > l),
+                    "{topic}: {seq} after {last:?}"
+                );
+                last = Some(seq);
+                assert_eq!(f.header.shape, vec![1 + seq % 16, 64]);
+                for (i, w) in f.bytes.chunks_exact(4).enumerate() {
+                    let got = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
+                    let want = if i == 0 {
+                        stages
+                    } else {
+                        value(seq, i, stages)
+                    };
+                    assert_eq!(got, want, "round {round}: {topic} frame {seq} word {i}");
+                }
+            }
+            assert!(
+                last.is_some(),
+                "round {round}: {topic}: no frame recorded: {said}"
+            );
+        }
+    }
+}

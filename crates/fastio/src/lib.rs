@@ -104,6 +104,6 @@ pub use steps::{
     Step, Steps,
 };
 pub use stream::{
-    ConsumerStatus, Frame, Frames, MAX_FRAME_DIMS, Overflow, STREAM_PREFIX, SlotMut,
-    StreamConsumer, StreamOptions, StreamProducer, StreamStatus,
+    ConsumerStatus, CopiedFrame, Frame, Frames, MAX_FRAME_DIMS, Overflow, STREAM_PREFIX, SlotMut,
+    StreamConsumer, StreamOptions, StreamProducer, StreamStatus, StreamTap,
 };

@@ -441,6 +441,44 @@ impl RingRegion {
         Ok(unsafe { &*self.rw.as_ptr().add(off).cast::<shm_core::ShmEvent>() })
     }
 
+    /// Copies `len` bytes at `off` that the stream's producer may be
+    /// writing meanwhile (an observer's copy, ring invariant 6: the caller
+    /// checks afterwards that the slot still held its frame, and drops
+    /// the copy otherwise). Read as relaxed atomics, never as a `&[u8]`.
+    pub(crate) fn copy_racy(&self, off: usize, len: usize) -> Result<Vec<u8>> {
+        use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+        let end = off
+            .checked_add(len)
+            .filter(|&e| e <= self.len)
+            .ok_or_else(|| Error::corrupt("frame outside its stream's memory"))?;
+        let mut out = Vec::with_capacity(len);
+        let mut at = off;
+        // Every load below: `at..end` lies inside the live read-write
+        // mapping (checked above; kept mapped by `self.alloc`). Atomics may
+        // alias what another process writes; no reference to plain bytes
+        // is made. The 8-byte loads are aligned: the region is (checked in
+        // `new`) and `at` is advanced to a multiple of 8 first.
+        while at < end && !at.is_multiple_of(8) {
+            // SAFETY: in bounds (above); a byte needs no alignment.
+            let b = unsafe { &*self.rw.as_ptr().add(at).cast::<AtomicU8>() };
+            out.push(b.load(Ordering::Relaxed));
+            at += 1;
+        }
+        while at + 8 <= end {
+            // SAFETY: in bounds (`at + 8 <= end`) and 8-byte aligned (above).
+            let w = unsafe { &*self.rw.as_ptr().add(at).cast::<AtomicU64>() };
+            out.extend_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
+            at += 8;
+        }
+        while at < end {
+            // SAFETY: in bounds (`at < end`); a byte needs no alignment.
+            let b = unsafe { &*self.rw.as_ptr().add(at).cast::<AtomicU8>() };
+            out.push(b.load(Ordering::Relaxed));
+            at += 1;
+        }
+        Ok(out)
+    }
+
     /// `len` bytes at `off` in the `PROT_READ` view.
     ///
     /// # Safety

@@ -48,6 +48,16 @@
 //!    meet wrapping or saturating arithmetic here): the
 //!    header against the region's length when a handle is made, slot
 //!    indexes, lengths and shapes against the header when a frame is read.
+//! 6. An *observer* (a recorder that is no consumer) reads a frame without
+//!    holding it, as a sequence lock: it finds the frame's slot
+//!    ([`Ring::observe`]), copies the slot, then, after an acquire fence,
+//!    checks that the slot still holds that frame ([`Ring::still`]). Under
+//!    `block` the producer marks a slot `WRITING` and then (after a release
+//!    fence) writes it; under `drop-oldest` it replaces the position that
+//!    names a slot, then (after the fence of invariant 4) chooses and writes
+//!    it. So an observer whose copy saw any byte of a newer frame sees the
+//!    slot's mark or the replaced position, and drops the copy. It never
+//!    writes a word: the producer never waits for it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -63,6 +73,10 @@ pub trait Word {
     /// A sequentially consistent fence (`std::sync::atomic::fence`, or
     /// `loom`'s, which models store-load ordering only through fences).
     fn fence();
+    /// A release fence (invariant 6: a slot's mark before its bytes).
+    fn release_fence();
+    /// An acquire fence (invariant 6: an observer's copy before its check).
+    fn acquire_fence();
 }
 
 impl Word for AtomicU64 {
@@ -77,6 +91,12 @@ impl Word for AtomicU64 {
     }
     fn fence() {
         std::sync::atomic::fence(Ordering::SeqCst)
+    }
+    fn release_fence() {
+        std::sync::atomic::fence(Ordering::Release)
+    }
+    fn acquire_fence() {
+        std::sync::atomic::fence(Ordering::Acquire)
     }
 }
 
@@ -93,6 +113,12 @@ impl Word for loom::sync::atomic::AtomicU64 {
     }
     fn fence() {
         loom::sync::atomic::fence(Ordering::SeqCst)
+    }
+    fn release_fence() {
+        loom::sync::atomic::fence(Ordering::Release)
+    }
+    fn acquire_fence() {
+        loom::sync::atomic::fence(Ordering::Acquire)
     }
 }
 
@@ -471,6 +497,9 @@ impl<'a, W: Word> Ring<'a, W> {
                 }
                 let slot = (n % self.depth) as usize;
                 self.sw(slot, s::SEQ).store(WRITING | n, Ordering::SeqCst);
+                // Invariant 6: the mark before any byte of the new frame
+                // (free on x86-64: a compiler barrier).
+                W::release_fence();
                 Space::Ready(slot)
             }
             Overflow::DropOldest => {
@@ -561,6 +590,38 @@ impl<'a, W: Word> Ring<'a, W> {
                 Ok(Poll::Skipped(to))
             }
         }
+    }
+
+    /// An observer looks for frame `n` (invariant 6): its slot, while the
+    /// frame is there.
+    pub fn observe(&self, n: u64) -> Option<usize> {
+        if self.w[h::HEAD].load(Ordering::Acquire) <= n {
+            return None;
+        }
+        let slot = match self.overflow {
+            Overflow::Block => (n % self.depth) as usize,
+            Overflow::DropOldest => {
+                let (seq, slot) = split(self.position(n).load(Ordering::Acquire))?;
+                if seq != n || slot >= self.slots {
+                    return None;
+                }
+                slot
+            }
+        };
+        (self.sw(slot, s::SEQ).load(Ordering::Acquire) == n).then_some(slot)
+    }
+
+    /// Whether frame `n` is still in `slot` after the observer copied it:
+    /// an acquire fence, then the slot's sequence word (and, under
+    /// `drop-oldest`, the position) as [`Ring::observe`] saw them.
+    pub fn still(&self, n: u64, slot: usize) -> bool {
+        W::acquire_fence();
+        let named = match self.overflow {
+            Overflow::Block => true,
+            Overflow::DropOldest => split(self.position(n).load(Ordering::Relaxed))
+                .is_some_and(|(seq, s)| seq == n && s == slot),
+        };
+        named && self.sw(slot, s::SEQ).load(Ordering::Relaxed) == n
     }
 
     /// Consumer `i` is done with frame `seq` and every one before it

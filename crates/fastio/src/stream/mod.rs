@@ -92,12 +92,14 @@ mod options;
 mod producer;
 mod ring_handle;
 mod status;
+mod tap;
 
 pub use consumer::{Frames, StreamConsumer};
 pub use frame::Frame;
 pub use options::StreamOptions;
 pub use producer::{SlotMut, StreamProducer};
 pub use status::{ConsumerStatus, StreamStatus};
+pub use tap::{CopiedFrame, StreamTap};
 
 use consumer::ConsumerShared;
 use ring_handle::StreamCore;
