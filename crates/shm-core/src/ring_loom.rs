@@ -26,6 +26,9 @@ fn value(seq: u64) -> u64 {
 struct World {
     words: Vec<AtomicU64>,
     payload: Vec<UnsafeCell<u64>>,
+    /// The payload again, as an observer reads it (invariant 6): relaxed
+    /// atomics, which may be read while the producer writes them.
+    shadow: Vec<AtomicU64>,
     depth: u64,
     consumers: usize,
     overflow: Overflow,
@@ -38,6 +41,7 @@ impl World {
         let w = World {
             words: (0..n).map(|_| AtomicU64::new(0)).collect(),
             payload: (0..slots).map(|_| UnsafeCell::new(0)).collect(),
+            shadow: (0..slots).map(|_| AtomicU64::new(0)).collect(),
             depth: depth as u64,
             consumers,
             overflow,
@@ -74,6 +78,7 @@ impl World {
             };
             // SAFETY: loom checks that no consumer reads this cell now.
             self.payload[slot].with_mut(|p| unsafe { *p = value(n) });
+            self.shadow[slot].store(value(n), std::sync::atomic::Ordering::Relaxed);
             ring.publish(n, slot);
             last = slot;
         }
@@ -113,6 +118,26 @@ impl World {
             }
         }
         read
+    }
+}
+
+impl World {
+    /// An observer (invariant 6): for each frame it finds, a copy of its
+    /// slot that `still` accepts must be that frame; returns how many it
+    /// kept.
+    fn observe(&self, frames: u64) -> u64 {
+        let ring = self.ring();
+        let mut kept = 0;
+        for n in 0..frames {
+            if let Some(slot) = ring.observe(n) {
+                let v = self.shadow[slot].load(std::sync::atomic::Ordering::Relaxed);
+                if ring.still(n, slot) {
+                    assert_eq!(v, value(n), "observer kept a torn copy of frame {n}");
+                    kept += 1;
+                }
+            }
+        }
+        kept
     }
 }
 
@@ -180,5 +205,42 @@ fn loom_drop_oldest_never_overwrites_a_held_frame() {
         w.produce(frames);
         let read = c.join().unwrap();
         assert!((1..=frames).contains(&read));
+    });
+}
+
+/// Invariant 6 under `block`: an observer copying slots while the producer
+/// reuses them (one consumer releasing) keeps only whole frames.
+#[test]
+fn loom_an_observer_never_keeps_a_torn_frame_under_block() {
+    model_bounded(2, || {
+        let w = World::new(1, 1, Overflow::Block);
+        let frames = 3;
+        let c = {
+            let w = w.clone();
+            thread::spawn(move || w.consume(0, frames))
+        };
+        let o = {
+            let w = w.clone();
+            thread::spawn(move || w.observe(frames))
+        };
+        w.produce(frames);
+        assert_eq!(c.join().unwrap(), frames);
+        assert!(o.join().unwrap() <= frames);
+    });
+}
+
+/// Invariant 6 under `drop-oldest`: the same, with positions replaced
+/// before slots are chosen.
+#[test]
+fn loom_an_observer_never_keeps_a_torn_frame_under_drop_oldest() {
+    model_bounded(2, || {
+        let w = World::new(1, 1, Overflow::DropOldest);
+        let frames = 4;
+        let o = {
+            let w = w.clone();
+            thread::spawn(move || w.observe(frames))
+        };
+        w.produce(frames);
+        assert!(o.join().unwrap() <= frames);
     });
 }
