@@ -145,3 +145,72 @@ impl StreamTap {
         }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{Context, ContextOptions, Overflow, StreamOptions};
+    use dtype::Primitive;
+    use std::time::Duration;
+
+    /// A tap copies every frame a slow consumer lets it, counts what the
+    /// ring overwrote before it looked, and never holds the producer back
+    /// (the producer here runs `depth` frames ahead of the tap and never
+    /// waits for it).
+    #[test]
+    #[cfg_attr(miri, ignore = "needs real shared memory")]
+    fn a_tap_copies_what_it_can_and_counts_what_it_missed() {
+        for overflow in [Overflow::Block, Overflow::DropOldest] {
+            let ctx = Context::new(&ContextOptions::new().anonymous(true)).unwrap();
+            let opts = StreamOptions::new(Primitive::UInt32, &[3, 5])
+                .depth(2)
+                .overflow(overflow);
+            let mut tx = ctx.create_stream("s", &opts).unwrap();
+            let mut rx = ctx.stream_consumer("s", 0).unwrap();
+            let mut tap = ctx.stream_tap("s").unwrap();
+            assert_eq!(
+                (tap.element(), tap.max_shape()),
+                (Primitive::UInt32, &[3usize, 5][..])
+            );
+            let send = |tx: &mut crate::StreamProducer, k: u32| {
+                let mut slot = tx.next_slot(Some(Duration::from_secs(5))).unwrap();
+                slot.set_shape(&[1 + k as usize % 3, 5]).unwrap();
+                for (i, w) in slot.bytes_mut().chunks_exact_mut(4).enumerate() {
+                    w.copy_from_slice(&(k * 100 + i as u32).to_ne_bytes());
+                }
+                slot.publish().unwrap();
+            };
+            // Frame 0, copied at once.
+            send(&mut tx, 0);
+            let f = tap.next(Some(Duration::from_secs(1))).unwrap().unwrap();
+            assert_eq!((f.seq, f.shape.clone()), (0, vec![1, 5]));
+            assert_eq!(&f.bytes[4..8], &1u32.to_ne_bytes());
+            drop(rx.next(None).unwrap());
+            // Frames 1..=6 while the tap does not look: the consumer keeps
+            // up, the ring (depth 2) keeps only the last ones.
+            for k in 1..=6 {
+                send(&mut tx, k);
+                drop(rx.next(None).unwrap());
+            }
+            tx.end().unwrap();
+            let mut seen = Vec::new();
+            while let Some(f) = tap.next(Some(Duration::from_secs(1))).unwrap() {
+                let k = f.seq as u32;
+                assert_eq!(f.shape, vec![1 + k as usize % 3, 5]);
+                for (i, w) in f.bytes.chunks_exact(4).enumerate() {
+                    assert_eq!(w, (k * 100 + i as u32).to_ne_bytes());
+                }
+                seen.push(f.seq);
+            }
+            assert!(
+                !seen.is_empty() && seen.windows(2).all(|w| w[0] < w[1]),
+                "{seen:?}"
+            );
+            assert_eq!(*seen.last().unwrap(), 6, "{overflow:?}: {seen:?}");
+            assert_eq!(
+                tap.skipped() + seen.len() as u64,
+                6,
+                "{overflow:?}: {seen:?}"
+            );
+        }
+    }
+}
