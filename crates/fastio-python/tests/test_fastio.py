@@ -16,6 +16,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -732,6 +733,78 @@ streaming:
             luma = (np.float32(0.299) * rgb[..., 0] + np.float32(0.587) * rgb[..., 1]
                     + np.float32(0.114) * rgb[..., 2]) / np.float32(255.0)
             assert np.array_equal(a, luma), seq
+
+
+def test_a_killed_live_recorder_leaves_a_file_mcap_reads_to_its_last_message(tmp_path):
+    """Issue 33: `fastio record` attached to a running run and SIGKILLed
+    mid-run: the run goes on unharmed; Foxglove's `mcap` stream reader
+    reads every complete message (each frame bit-exact, in order) and then
+    stops at the cut (EndOfFile)."""
+    from mcap.exceptions import EndOfFile
+    from mcap.records import Channel, Message
+    from mcap.stream_reader import StreamReader
+
+    cli, streamop = binaries()
+    arr = "type: array, element-type: uint32, shape: [-1, 64]"
+    yaml = f"""
+api-version: 0.5.0
+name: py-live
+operators:
+- name: src
+  container: {{image: rust, command: [{streamop}, source, v], variables: {{PAUSE_US: 1500}}}}
+  output: [{{name: v, {arr}}}]
+- name: sink
+  container: {{image: rust, command: [{streamop}, sink, v], variables: {{EXPECT_FRAMES: 1200}}}}
+  input: [{{from: src, name: v, {arr}}}]
+streaming:
+  frames: 1200
+  max-shape:
+    src/v: [16, 64]
+"""
+    (tmp_path / "p.yaml").write_text(yaml)
+    run = subprocess.Popen([cli, "run", "p.yaml"], cwd=tmp_path,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.3)
+    rec = subprocess.Popen([cli, "record", "-o", "live.mcap", "--pipeline", "py-live"],
+                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(0.8)
+    rec.kill()
+    rec.wait(timeout=30)
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 0, (out, err)
+    assert "[sink] sink: 1200 frames" in out
+    channels, frames, cut = {}, [], False
+    with open(tmp_path / "live.mcap", "rb") as f:
+        try:
+            for r in StreamReader(f).records:
+                if isinstance(r, Channel):
+                    channels[r.id] = r
+                elif isinstance(r, Message):
+                    frames.append((channels[r.channel_id].topic, r.data))
+        except EndOfFile:
+            cut = True
+    assert cut, "a killed recorder leaves no footer"
+    assert frames, "nothing recorded before the kill"
+    last = -1
+    for topic, data in frames:
+        assert topic == "src/v"
+        n = int.from_bytes(data[:4], "little")
+        h = json.loads(data[4:4 + n])
+        seq = h["frame"]
+        assert seq > last
+        last = seq
+        words = np.frombuffer(data[4 + n:], dtype=np.uint32).astype(np.uint64)
+        assert words.size == (1 + seq % 16) * 64
+        want = (seq * 2654435761 + np.arange(words.size, dtype=np.uint64)) % 2**32
+        want[0] = 0
+        assert np.array_equal(words, want), seq
+    # `fastio record --info` reads the same file up to the same message.
+    info = subprocess.run([cli, "record", "--info", "live.mcap", "--json"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60)
+    assert info.returncode == 0, info.stderr
+    report = json.loads(info.stdout)
+    assert not report["complete"] and report["cut"]
+    assert report["messages"] == len(frames)
 
 
 def test_python_stage_in_a_streaming_pipeline(tmp_path):
