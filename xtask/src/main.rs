@@ -153,7 +153,7 @@ fn ci() -> Result<(), String> {
     .env("RUSTFLAGS", "--cfg loom")
     .run()?;
     miri::run()?;
-    fuzz::run(20, None, false)?;
+    fuzz::run(15, None, false)?;
     println!(
         "ci: all steps passed in {:.0?}\ntests: {passed} passed, {failed} failed",
         started.elapsed()

@@ -14,12 +14,7 @@ use crate::step::{Step, cargo};
 /// The test tools, pinned, with a DLPack consumer besides numpy (JAX on
 /// the CPU), Foxglove's MCAP reader (recordings), and Apache TVM (the params tests compare with its loader and
 /// writer; same pins as `cargo xtask interop`).
-const TOOLS: [&str; 4] = [
-    "pytest==9.2.0",
-    "mypy==2.4.1",
-    "jax==0.10.2",
-    "mcap==1.6.0",
-];
+const TOOLS: [&str; 4] = ["pytest==9.2.0", "mypy==2.4.1", "jax==0.10.2", "mcap==1.6.0"];
 
 /// What a user runs first: a context, an allocation through numpy.
 const SMOKE: &str = "import numpy as np, fastio

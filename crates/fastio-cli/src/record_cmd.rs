@@ -37,9 +37,10 @@ pub(crate) struct RecordArgs {
     /// Stop recording after this many seconds.
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
-    /// Hold frames like a `block` consumer (nothing skipped). A running
-    /// run is recorded losslessly only from its start: `fastio run
-    /// --record FILE` or `streaming.record`.
+    /// Hold frames like a `block` consumer, so nothing is skipped (the
+    /// pipeline then waits for the recorder when it falls behind): from the
+    /// recorder's place every run keeps in each stream. Killing the
+    /// recorder frees its place at once.
     #[arg(long)]
     lossless: bool,
     /// List a recording instead: its channels (streams, images, entries),
@@ -335,14 +336,13 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
 mod live {
     use std::fs::File;
     use std::os::fd::AsRawFd;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::{Arc, Mutex, PoisonError};
-    use std::time::{Duration, Instant};
+    use std::sync::atomic::Ordering;
+    use std::time::Duration;
 
     use fastio::observe::Observer;
     use fastio::plan::Plan;
-    use fastio::{Context, Error as FastioError, StreamTap};
-    use fastio_record::{FrameHeader, Recorder, RunInfo, StreamId};
+    use fastio::{Context, Error as FastioError};
+    use fastio_record::{Recorder, RunInfo, Session};
 
     use super::{RecordArgs, fail};
     use crate::Failure;
@@ -423,28 +423,17 @@ mod live {
     }
 
     pub(super) fn record(args: &RecordArgs) -> Result<(), Failure> {
-        if args.lossless {
-            return Err(fail(
-                "record: --lossless: a running run is recorded losslessly only from its start \
-                 (`fastio run --record FILE` or `streaming.record`); without --lossless this \
-                 recorder never holds a frame and counts the ones it skips",
-            ));
-        }
         let out = args.output.clone().unwrap_or_default();
         let (ctx, _file, plan, label) = find(args)?;
-        let mut taps: Vec<StreamTap> = Vec::new();
-        for e in &plan.entries {
-            if !args.streams.is_empty()
-                && !args.streams.iter().any(|s| s.eq_ignore_ascii_case(&e.name))
-            {
-                continue;
-            }
-            taps.push(
-                ctx.stream_tap(&e.key)
-                    .map_err(|err| fail(format!("record: stream {}: {err}", e.name)))?,
-            );
-        }
-        if taps.is_empty() {
+        let chosen: Vec<&fastio::plan::EntryPlan> = plan
+            .entries
+            .iter()
+            .filter(|e| {
+                args.streams.is_empty()
+                    || args.streams.iter().any(|s| s.eq_ignore_ascii_case(&e.name))
+            })
+            .collect();
+        if chosen.is_empty() {
             let known: Vec<&str> = plan.entries.iter().map(|e| e.name.as_str()).collect();
             return Err(fail(format!(
                 "record: no stream of {} is named {} (its streams: {})",
@@ -453,7 +442,7 @@ mod live {
                 known.join(", ")
             )));
         }
-        let mut recorder = Recorder::create(
+        let recorder = Recorder::create(
             &out,
             &RunInfo {
                 pipeline: plan.pipeline.clone(),
@@ -461,88 +450,60 @@ mod live {
             },
         )
         .map_err(fail)?;
-        let mut streams: Vec<(StreamId, StreamTap)> = Vec::new();
-        for tap in taps {
-            let id = recorder
-                .add_stream(tap.name(), tap.element(), tap.max_shape())
-                .map_err(fail)?;
-            streams.push((id, tap));
+        let mut session = Session::new(out.clone(), recorder);
+        let max_shapes = plan
+            .streaming
+            .as_ref()
+            .map(|s| s.max_shapes.clone())
+            .unwrap_or_default();
+        for (e, entry) in plan.entries.iter().enumerate() {
+            if !chosen.iter().any(|c| c.key == entry.key) {
+                continue;
+            }
+            let added = if args.lossless {
+                // The recorder's place every driver keeps in each stream.
+                let consumer = ctx
+                    .stream_consumer(&entry.key, entry.consumers.len())
+                    .map_err(|err| match err {
+                        FastioError::StreamBusy { .. } => fail(format!(
+                            "record: stream {}: its recorder's place is taken (the run records \
+                             itself, or another lossless recorder runs); record without --lossless",
+                            entry.name
+                        )),
+                        other => fail(format!("record: stream {}: {other}", entry.name)),
+                    })?;
+                let max = max_shapes.get(e).cloned().unwrap_or_default();
+                session.add_consumer(consumer, entry.element, &max)
+            } else {
+                let tap = ctx
+                    .stream_tap(&entry.key)
+                    .map_err(|err| fail(format!("record: stream {}: {err}", entry.name)))?;
+                session.add_tap(tap)
+            };
+            added.map_err(fail)?;
         }
-        let stop = Arc::new(AtomicBool::new(false));
+        let stop = session.stop_flag();
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             signal_hook::flag::register(sig, stop.clone())
                 .map_err(|e| fail(format!("record: signal handler: {e}")))?;
         }
-        eprintln!(
-            "fastio: recording {} stream(s) of {} ({label}) to {}",
-            streams.len(),
-            plan.pipeline,
-            out.display()
-        );
-        let recorder = Arc::new(Mutex::new(recorder));
-        let error: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
-        let until = args
-            .duration
-            .map(|d| Instant::now() + Duration::from_secs_f64(d.max(0.0)));
-        let threads: Vec<_> = streams
-            .into_iter()
-            .map(|(id, mut tap)| {
-                let (recorder, error, stop) = (recorder.clone(), error.clone(), stop.clone());
-                std::thread::spawn(move || {
-                    let mut skipped = 0;
-                    loop {
-                        if stop.load(Ordering::Relaxed)
-                            || until.is_some_and(|u| Instant::now() >= u)
-                        {
-                            break;
-                        }
-                        let said = match tap.next(Some(Duration::from_millis(100))) {
-                            Ok(Some(f)) => {
-                                let header = FrameHeader {
-                                    frame: f.seq,
-                                    source_frame: f.source_seq,
-                                    timestamp_ns: f.timestamp_ns,
-                                    shape: f.shape.iter().map(|&d| d as u64).collect(),
-                                };
-                                let mut r = recorder.lock().unwrap_or_else(PoisonError::into_inner);
-                                r.write_frame(id, &header, &f.bytes)
-                                    .map_err(|e| e.to_string())
-                            }
-                            Ok(None) | Err(FastioError::StreamPoisoned { .. }) => break,
-                            Err(FastioError::StreamTimeout { .. }) => Ok(()),
-                            Err(e) => Err(e.to_string()),
-                        };
-                        if let Err(e) = said {
-                            error
-                                .lock()
-                                .unwrap_or_else(PoisonError::into_inner)
-                                .get_or_insert(format!("{}: {e}", tap.name()));
-                            stop.store(true, Ordering::Relaxed);
-                            break;
-                        }
-                        if tap.skipped() > skipped {
-                            let mut r = recorder.lock().unwrap_or_else(PoisonError::into_inner);
-                            let _ = r.skipped(id, tap.skipped() - skipped);
-                            skipped = tap.skipped();
-                        }
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            let _ = t.join();
+        if let Some(d) = args.duration {
+            let stop = stop.clone();
+            let d = Duration::from_secs_f64(d.max(0.0));
+            std::thread::spawn(move || {
+                std::thread::sleep(d);
+                stop.store(true, Ordering::Release);
+            });
         }
-        let recorder = Arc::try_unwrap(recorder)
-            .map_err(|_| fail("record: a stream's thread still holds the file"))?
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner);
-        let totals = recorder.finish().map_err(fail)?;
-        let report = fastio_pipeline::RecordingReport {
-            path: out,
-            streams: totals,
-            entries: 0,
-            error: error.lock().unwrap_or_else(PoisonError::into_inner).take(),
-        };
+        eprintln!(
+            "fastio: recording {} stream(s) of {} ({label}) to {}{}",
+            chosen.len(),
+            plan.pipeline,
+            out.display(),
+            if args.lossless { ", lossless" } else { "" }
+        );
+        session.wait();
+        let report = session.finish();
         println!("{}", super::recording_line(&report));
         match report.error {
             Some(e) => Err(fail(format!("record: {e}"))),

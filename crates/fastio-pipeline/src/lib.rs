@@ -63,11 +63,11 @@ mod validate;
 pub use driver::{DriverError, LocalDriver, OUTPUT_ENV, PAYLOAD_ENV, RunOptions};
 pub use failure::{Failure, Lost, RootCause};
 pub use fastio::plan::{STREAM_ENV_PREFIX, stream_env};
+pub use fastio_record::RecordingReport;
 pub use hosts::{Ended, HostLink, LinkEvent};
 pub use load::{Diagnostic, MAX_DEFINITION_BYTES, Severity};
 pub use pipeline::{InputDef, IoType, OperatorDef, OutputDef, Pipeline};
 pub use placement::{Crossing, DEFAULT_HOST, Placement};
-pub use record::RecordingReport;
 pub use report::{
     EdgeReport, OperatorReport, Outcome, Progress, RunReport, SNAPSHOT_EVERY, StreamRate,
 };

@@ -1,8 +1,9 @@
 //! Writes a small recording with the API, then reads it back:
-//! `cargo run -p fastio-record --example small_recording -- OUT.mcap`.
-//! Two streams (one of images, so a viewer shows it), three frames each of
-//! varying shape, and one entry. It is also the fuzz target
-//! `mcap_replay`'s seed (`fuzz/seeds/mcap_replay/small.mcap`).
+//! `cargo run -p fastio-record --example small_recording -- OUT.mcap
+//! [--plain]`. Two streams (one of images, so a viewer shows it), three
+//! frames each of varying shape, and one entry; with `--plain` only the
+//! first stream, under 4 KiB: the fuzz target `mcap_replay`'s seed
+//! (`fuzz/seeds/mcap_replay/small.mcap`, within libFuzzer's `-max_len`).
 
 use std::path::PathBuf;
 
@@ -15,13 +16,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .nth(1)
             .ok_or("usage: small_recording OUT.mcap")?,
     );
+    let plain = std::env::args().any(|a| a == "--plain");
     let run = RunInfo {
         pipeline: "small".into(),
         run: "example".into(),
     };
     let mut r = Recorder::create(&out, &run)?;
     let v = r.add_stream("src/v", Primitive::UInt32, &[2, 2])?;
-    let cam = r.add_stream("cam/image", Primitive::UInt8, &[2, 2, 3])?;
+    let cam = if plain {
+        None
+    } else {
+        Some(r.add_stream("cam/image", Primitive::UInt8, &[2, 2, 3])?)
+    };
     for k in 0..3u64 {
         let rows = 1 + k % 2;
         let words: Vec<u8> = (0..rows * 2)
@@ -34,19 +40,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             shape,
         };
         r.write_frame(v, &header(vec![rows, 2]), &words)?;
-        let pixels: Vec<u8> = (0..12).map(|i| (k * 40 + i) as u8).collect();
-        r.write_frame(cam, &header(vec![2, 2, 3]), &pixels)?;
+        if let Some(cam) = cam {
+            let pixels: Vec<u8> = (0..12).map(|i| (k * 40 + i) as u8).collect();
+            r.write_frame(cam, &header(vec![2, 2, 3]), &pixels)?;
+        }
     }
-    r.write_entry(
-        &EntryHeader {
-            entry: "make/v".into(),
-            operator: "make".into(),
-            element_type: "float32".into(),
-            shape: vec![1],
-            recorded_ns: 5,
-        },
-        &1.5f32.to_le_bytes(),
-    )?;
+    if !plain {
+        r.write_entry(
+            &EntryHeader {
+                entry: "make/v".into(),
+                operator: "make".into(),
+                element_type: "float32".into(),
+                shape: vec![1],
+                recorded_ns: 5,
+            },
+            &1.5f32.to_le_bytes(),
+        )?;
+    }
     let totals = r.finish()?;
     let info = Recording::open(&out)?.info()?;
     println!(

@@ -39,6 +39,7 @@ mod error;
 mod format;
 mod image;
 mod read;
+mod session;
 mod write;
 
 pub use error::{Error, Result};
@@ -49,4 +50,5 @@ pub use format::{
 };
 pub use image::image_encoding;
 pub use read::{ChannelInfo, ChannelKind, Info, RecordedEntry, RecordedFrame, Recording};
+pub use session::{RecordingReport, Session};
 pub use write::{Recorder, RunInfo, StreamId, StreamTotals};

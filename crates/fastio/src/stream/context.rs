@@ -46,6 +46,10 @@ impl Context {
             FLAG_CONSUMER_RESTART
         } else {
             0
+        } | if opts.recorder_place && opts.consumers > 0 {
+            FLAG_RECORDER_PLACE
+        } else {
+            0
         };
         for w in &words[h::DATA_EVENT..=h::SPACE_EVENT] {
             w.store(0, Ordering::Relaxed);
@@ -60,6 +64,12 @@ impl Context {
             max_shape: &opts.max_shape,
         };
         Ring::init(words, &geometry, producer).map_err(Error::corrupt)?;
+        if flags & FLAG_RECORDER_PLACE != 0 {
+            // Nobody there yet: it holds nothing back.
+            Ring::trusted(words, opts.depth as u64, opts.consumers, opts.overflow)
+                .cw(opts.consumers - 1, c::OWNER)
+                .store(DETACHED, Ordering::SeqCst);
+        }
         region
             .allocation()
             .publish_in_table(&alloc_name(name), false)?;

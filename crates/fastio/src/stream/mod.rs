@@ -114,6 +114,10 @@ const SLOT_ALIGN: u64 = 4096;
 const FLAG_PRODUCER_RESTART: u64 = 1;
 /// Flags word: a dead consumer may be restarted.
 const FLAG_CONSUMER_RESTART: u64 = 2;
+/// Flags word: the last consumer index is a recorder's place
+/// ([`StreamOptions::recorder_place`]): it starts detached, and a recorder
+/// that dies there is detached even when consumers may restart.
+const FLAG_RECORDER_PLACE: u64 = 4;
 
 fn now_ns() -> u64 {
     SystemTime::now()

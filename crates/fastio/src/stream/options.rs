@@ -13,6 +13,7 @@ pub struct StreamOptions {
     pub(super) overflow: Overflow,
     pub(super) producer_may_restart: bool,
     pub(super) consumer_may_restart: bool,
+    pub(super) recorder_place: bool,
 }
 
 impl StreamOptions {
@@ -26,6 +27,7 @@ impl StreamOptions {
             max_shape: max_shape.to_vec(),
             consumers: 1,
             overflow: Overflow::Block,
+            recorder_place: false,
             producer_may_restart: false,
             consumer_may_restart: false,
         }
@@ -60,6 +62,17 @@ impl StreamOptions {
     /// (back-pressure) instead of detaching it.
     pub fn consumer_may_restart(mut self, yes: bool) -> Self {
         self.consumer_may_restart = yes;
+        self
+    }
+
+    /// Keeps the last consumer index (`consumers - 1`) as a recorder's
+    /// place: it starts detached, so it holds the producer back only once
+    /// a recorder attaches there ([`crate::Context::stream_consumer`]) to
+    /// record losslessly; a recorder that dies there is detached at once,
+    /// even when consumers may restart, so killing it never stalls the
+    /// stream. Count the place in [`StreamOptions::consumers`].
+    pub fn recorder_place(mut self, yes: bool) -> Self {
+        self.recorder_place = yes;
         self
     }
 

@@ -108,9 +108,10 @@ impl StreamProducer {
                 Space::Wait(i) => {
                     let owner = ring.cw(i, c::OWNER);
                     let o = owner.load(Ordering::SeqCst);
+                    let recorder = core.flags & FLAG_RECORDER_PLACE != 0 && i + 1 == core.consumers;
                     if o != 0
                         && o & DETACHED == 0
-                        && core.flags & FLAG_CONSUMER_RESTART == 0
+                        && (core.flags & FLAG_CONSUMER_RESTART == 0 || recorder)
                         && started.elapsed() >= LIVENESS_TICK
                         && !core.ctx.shared.token_alive(o as u32)
                     {

@@ -78,6 +78,7 @@ impl StreamCore {
             overflow,
             producer_may_restart: false,
             consumer_may_restart: false,
+            recorder_place: false,
         };
         opts.check(name)
             .map_err(|e| corrupt(format!("header: {e}")))?;
