@@ -152,6 +152,19 @@ struct Run<'a> {
     depth: u64,
     /// The source in Rust whatever the variant (the loop bench).
     rust_source: bool,
+    /// Who records the run meanwhile (the recorder bench).
+    recorder: Recorder,
+}
+
+/// A recorder beside a run (issue 33's bench: a lossy recorder must not
+/// slow the source).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Recorder {
+    None,
+    /// `fastio record` beside the run: an observer, never holding a frame.
+    Lossy,
+    /// `streaming.record`: the driver's recorder, one more consumer.
+    Lossless,
 }
 
 /// Paths every run needs.
@@ -195,6 +208,26 @@ impl Run<'_> {
             cmd.arg(&tools.fastio).arg("run").arg(&def);
         }
         cmd.current_dir(&self.dir);
+        // A lossy recorder attaches as soon as the run's context is there.
+        let recorder = (self.recorder == Recorder::Lossy)
+            .then(|| {
+                Command::new(&tools.fastio)
+                    .args([
+                        "record",
+                        "--wait",
+                        "30",
+                        "-o",
+                        "lossy.mcap",
+                        "--pipeline",
+                        "chain-bench",
+                    ])
+                    .current_dir(&self.dir)
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .map_err(|e| format!("start fastio record: {e}"))
+            })
+            .transpose()?;
         let name = format!(
             "chain {}",
             self.dir.file_name().unwrap_or_default().display()
@@ -206,6 +239,17 @@ impl Run<'_> {
         for f in shm_files().difference(&before) {
             if f.ends_with(".zenoh") {
                 let _ = std::fs::remove_file(Path::new("/dev/shm").join(f));
+            }
+        }
+        if let Some(r) = recorder {
+            let out = r
+                .wait_with_output()
+                .map_err(|e| format!("fastio record: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "fastio record beside the chain failed: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                ));
             }
         }
         ran?;
@@ -273,6 +317,9 @@ impl Run<'_> {
             "streaming:\n  depth: {}\n  frames: {}\n",
             self.depth, self.frames
         );
+        if self.recorder == Recorder::Lossless {
+            y.push_str("  record: lossless.mcap\n");
+        }
         y
     }
 
@@ -350,6 +397,7 @@ fn measure(
         sink_env: &[],
         depth: DEPTH,
         rust_source: false,
+        recorder: Recorder::None,
     }
     .go(tools)?;
     let flat_out = Run {
@@ -361,6 +409,7 @@ fn measure(
         sink_env: &[],
         depth: DEPTH,
         rust_source: false,
+        recorder: Recorder::None,
     }
     .go(tools)?;
     let mut lat: Vec<u64> = paced.latencies.iter().skip(WARMUP).copied().collect();
@@ -488,7 +537,80 @@ pub(crate) fn run(report: bool, out: &mut String) -> Result<Vec<Peer>, String> {
     }
     python_overhead(&tools, out)?;
     rss(&tools, out)?;
+    recorders(&tools, out)?;
     Ok(peers)
+}
+
+/// Issue 33: the unpaced chain's throughput with a lossy recorder attached
+/// (`fastio record`, an observer) and with the driver's lossless one
+/// (`streaming.record`), against none, in the same run; what the lossy one
+/// kept and skipped.
+fn recorders(tools: &Tools, out: &mut String) -> Result<(), String> {
+    const FRAMES: u64 = 3_000;
+    const SIZE: u64 = 64 << 10;
+    let base = crate::bench::target_dir().join("bench-chain");
+    let mut fps = Vec::new();
+    for recorder in [Recorder::None, Recorder::Lossy, Recorder::Lossless] {
+        let dir = base.join(format!("recorder-{recorder:?}").to_lowercase());
+        let r = Run {
+            variant: Variant::FastioRust,
+            dir: dir.clone(),
+            size: SIZE,
+            frames: FRAMES,
+            pause_us: 0,
+            sink_env: &[],
+            depth: DEPTH,
+            rust_source: true,
+            recorder,
+        }
+        .go(tools)?;
+        if r.count != FRAMES || r.disorder + r.torn > 0 {
+            return Err(format!(
+                "recorder bench ({recorder:?}): {} of {FRAMES} frames, {} out of order, {} torn",
+                r.count, r.disorder, r.torn
+            ));
+        }
+        let secs = r.last_ns.saturating_sub(r.first_ns) as f64 / 1e9;
+        fps.push(r.count.saturating_sub(1) as f64 / secs);
+        let file = match recorder {
+            Recorder::None => None,
+            Recorder::Lossy => Some(dir.join("lossy.mcap")),
+            Recorder::Lossless => Some(dir.join("lossless.mcap")),
+        };
+        if let Some(f) = file {
+            let mut info = Command::new(&tools.fastio);
+            info.args(["record", "--info"]).arg(&f).arg("--json");
+            let said = Step::new(format!("recorder bench info {recorder:?}"), info).run()?;
+            let json = said
+                .lines()
+                .rev()
+                .find(|l| l.starts_with('{'))
+                .unwrap_or("{}");
+            let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+            let counts = &v["counts"];
+            let _ = writeln!(
+                out,
+                "  recorder {:<9} kept {} source frames, skipped {}",
+                format!("{recorder:?}").to_lowercase(),
+                counts["source/frame.frames"].as_str().unwrap_or("?"),
+                counts["source/frame.skipped"].as_str().unwrap_or("?"),
+            );
+        }
+    }
+    let _ = writeln!(
+        out,
+        "\nThe unpaced chain at 64 KiB ({FRAMES} frames, Rust operators) with a recorder, same run:\n  \
+         none {:.0} frames/s; lossy `fastio record` beside it {:.0} frames/s = x{:.2} (goal >= 0.95, \
+         never slows the source: {}); lossless `streaming.record` {:.0} frames/s = x{:.2} (writes \
+         every frame to the file: as fast as the disk takes them)",
+        fps[0],
+        fps[1],
+        fps[1] / fps[0],
+        verdict(fps[1] / fps[0] >= 0.95),
+        fps[2],
+        fps[2] / fps[0]
+    );
+    Ok(())
 }
 
 /// The frame loop's own cost, Python against Rust: 2,000 frames of 4 KiB
@@ -508,6 +630,7 @@ fn python_overhead(tools: &Tools, out: &mut String) -> Result<(), String> {
             sink_env: &env,
             depth: FRAMES,
             rust_source: true,
+            recorder: Recorder::None,
         }
         .go(tools)?;
         if r.count != FRAMES {
@@ -552,6 +675,7 @@ fn rss(tools: &Tools, out: &mut String) -> Result<(), String> {
             sink_env: &env,
             depth: DEPTH,
             rust_source: true,
+            recorder: Recorder::None,
         }
         .go(tools)?;
         let (at, end) = (

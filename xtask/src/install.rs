@@ -516,7 +516,14 @@ mod demos {
         copy_demo("stream", &cpp_dir)?;
         use_cpp_operator(&cpp_dir, "gray", gray)?;
         let args = ["--param", python.as_str(), "--frames", frames.as_str()];
-        let rust_log = run("install: streaming demo (Rust gray)", &rust_dir, &args)?;
+        // README's recording of the demo, replayed below.
+        let recording = rust_dir.join("demo.mcap");
+        let record = recording.display().to_string();
+        let rust_log = run(
+            "install: streaming demo (Rust gray), recorded",
+            &rust_dir,
+            &[&args[..], &["--record", record.as_str()]].concat(),
+        )?;
         let cpp_log = run("install: streaming demo (C++ gray)", &cpp_dir, &args)?;
         let said = format!("gray: {FRAMES} frames");
         if !lines_of(&cpp_log, "gray").contains(&said) {
@@ -540,6 +547,30 @@ mod demos {
         println!(
             "install: the C++ gray reproduced the streaming demo ({FRAMES} frames, {} sampled)",
             cpp_numbers.len() - 1
+        );
+        // README's replay: the recorded camera into the same stages, at the
+        // recorded pace; the display must see the same numbers.
+        let replayed = format!("recording={record}");
+        let replay_dir = work.join("stream-replay");
+        copy_demo("stream", &replay_dir)?;
+        std::fs::rename(
+            replay_dir.join("replay.yaml"),
+            replay_dir.join("pipeline.yaml"),
+        )
+        .map_err(|e| format!("replay.yaml: {e}"))?;
+        let replay_log = run(
+            "install: streaming demo replayed (replay.yaml)",
+            &replay_dir,
+            &["--param", python.as_str(), "--param", replayed.as_str()],
+        )?;
+        let replay_numbers = numbers(&replay_log);
+        if replay_numbers != rust_numbers {
+            return Err(format!(
+                "the display saw {replay_numbers:?} replayed, {rust_numbers:?} live"
+            ));
+        }
+        println!(
+            "install: the replayed streaming demo showed every frame as the live one ({FRAMES} frames)"
         );
         Ok(())
     }

@@ -37,6 +37,10 @@ pub(crate) struct RecordArgs {
     /// Stop recording after this many seconds.
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
+    /// Wait up to this many seconds for the run to start (default: it must
+    /// be running already).
+    #[arg(long, value_name = "SECS")]
+    wait: Option<f64>,
     /// Hold frames like a `block` consumer, so nothing is skipped (the
     /// pipeline then waits for the recorder when it falls behind): from the
     /// recorder's place every run keeps in each stream. Killing the
@@ -419,12 +423,31 @@ mod live {
                 Context::attach(&target).map_err(|e| fail(format!("record: {label}: {e}")))?;
             (ctx, None)
         };
+        // The driver publishes its plan, then declares the streams.
+        if let Some(e) = plan
+            .entries
+            .iter()
+            .find(|e| ctx.stream_status(&e.key).is_err())
+        {
+            return Err(fail(format!(
+                "record: {label}: stream {} is not there (yet)",
+                e.name
+            )));
+        }
         Ok((ctx, file, plan, label))
     }
 
     pub(super) fn record(args: &RecordArgs) -> Result<(), Failure> {
         let out = args.output.clone().unwrap_or_default();
-        let (ctx, _file, plan, label) = find(args)?;
+        let until = std::time::Instant::now()
+            + Duration::from_secs_f64(args.wait.unwrap_or(0.0).clamp(0.0, 86_400.0));
+        let (ctx, _file, plan, label) = loop {
+            match find(args) {
+                Ok(found) => break found,
+                Err(e) if std::time::Instant::now() >= until => return Err(e),
+                Err(_) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        };
         let chosen: Vec<&fastio::plan::EntryPlan> = plan
             .entries
             .iter()

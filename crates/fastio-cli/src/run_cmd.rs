@@ -59,6 +59,12 @@ pub(crate) struct RunArgs {
     /// job published (`fastio record --info FILE` lists it; docs/recording.md)
     #[arg(long, value_name = "FILE")]
     record: Option<PathBuf>,
+    /// Feed a one-shot run from a recording of its entries (`--record`):
+    /// its sources (operators without inputs) whose outputs are all in
+    /// FILE are not run, their entries are published from the file, and
+    /// the rest of the pipeline runs on them.
+    #[arg(long, value_name = "FILE")]
+    replay: Option<PathBuf>,
     /// Serve the run's numbers as OpenMetrics text at
     /// `http://ADDR/metrics` while it runs (`127.0.0.1:9184`).
     #[arg(long, value_name = "ADDR")]
@@ -332,6 +338,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         headroom: args.headroom << 20,
         base_dir,
         record: args.record.clone(),
+        replay: args.replay.clone(),
         ..RunOptions::default()
     };
     if let Some(j) = args.jobs {

@@ -485,3 +485,67 @@ streaming:
         }
     }
 }
+
+/// `fastio run --replay FILE` on a one-shot run: the operators whose
+/// outputs are all in the recording are not run (here their command would
+/// fail), their entries come from the file, and the rest runs on them; a
+/// recording that does not fit the pipeline is one clean error line.
+#[test]
+fn a_one_shot_run_is_fed_from_recorded_entries() {
+    let dir = tmpdir("one-shot-replay");
+    let testop = common::example("fio-testop").display().to_string();
+    let pipeline = |make: &str, element: &str| {
+        format!(
+            "api-version: 0.5.0
+name: entries
+operators:
+- name: make
+  container: {{image: rust, command: {make}}}
+  output: [{{name: v, type: array, element-type: {element}, shape: [2, -1]}}]
+- name: total
+  container: {{image: rust, command: [{testop}, sum, s, v]}}
+  input: [{{from: make, name: v, type: array, element-type: {element}, shape: [2, -1]}}]
+  output: [{{name: s, type: float64}}]
+"
+        )
+    };
+    let fill = format!("[{testop}, fill, v, '2.5']");
+    common::write(&dir, "live.yaml", &pipeline(&fill, "float32"));
+    let o = Command::new(common::fastio())
+        .args(["run", "live.yaml", "--record", "entries.mcap"])
+        .env("FILL_SHAPE", "2,3")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("[total] sum 15"),
+        "{}",
+        text(&o)
+    );
+
+    // `make` would fail if it ran: its entry comes from the file.
+    common::write(&dir, "replay.yaml", &pipeline("[false]", "float32"));
+    let o = fastio(&dir, &["run", "replay.yaml", "--replay", "entries.mcap"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("[make] replayed from entries.mcap: make/v"),
+        "{}",
+        text(&o)
+    );
+    assert!(out.contains("[total] sum 15"), "{}", text(&o));
+
+    // The pipeline says int32 where the recording has float32.
+    common::write(&dir, "wrong.yaml", &pipeline("[false]", "int32"));
+    let o = fastio(&dir, &["run", "wrong.yaml", "--replay", "entries.mcap"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(
+            "replay: entries.mcap: entry make/v: recorded as float32, the pipeline says int32"
+        ),
+        "{err}"
+    );
+}

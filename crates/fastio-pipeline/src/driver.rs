@@ -43,6 +43,9 @@ pub enum DriverError {
     /// Recording was asked for where it is not supported.
     #[error("{0}")]
     RecordNotSupported(String),
+    /// A recording to replay does not fit the pipeline.
+    #[error("replay: {0}")]
+    Replay(String),
     /// An operator has no command to run.
     #[error("operator {0} has no container command")]
     NoCommand(String),
@@ -117,6 +120,10 @@ pub struct RunOptions {
     /// losslessly (the recorder is one more consumer of each), or every
     /// entry a one-shot job published. Overrides `streaming.record`.
     pub record: Option<PathBuf>,
+    /// A one-shot run's recording (`--record`) to feed the run from: every
+    /// operator whose outputs are all in it is not run; its entries are
+    /// published from the file, so the rest runs on the recorded data.
+    pub replay: Option<PathBuf>,
 }
 
 impl Default for RunOptions {
@@ -133,6 +140,7 @@ impl Default for RunOptions {
             base_dir: PathBuf::from("."),
             env: Vec::new(),
             record: None,
+            replay: None,
         }
     }
 }
@@ -258,7 +266,7 @@ impl LocalDriver {
                 hosts: placement.hosts.clone(),
             });
         }
-        if self.record_path().is_some() {
+        if self.record_path().is_some() || self.opts.replay.is_some() {
             return Err(DriverError::RecordNotSupported(
                 "recording a run across hosts is not supported: record on one host, or \
                  record its streams with `fastio record`"

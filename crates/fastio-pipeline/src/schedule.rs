@@ -34,6 +34,9 @@ impl LocalDriver {
         // Operators of other hosts are never started here; they are done
         // when the link says so.
         let mut started: Vec<bool> = (0..deps.len()).map(|i| !run.is_local(i)).collect();
+        if let Some(path) = self.opts.replay.clone() {
+            self.replay(run, &path, &mut started, progress)?;
+        }
         loop {
             if !run.stopping() {
                 self.start_ready(run, &deps, &mut started, progress);

@@ -143,7 +143,9 @@ pub struct StreamingPlan {
 }
 
 impl StreamingPlan {
-    /// The options of the stream that carries entry `e` of `plan`.
+    /// The options of the stream that carries entry `e` of `plan`: its
+    /// consumers, then the recorder's place
+    /// ([`crate::StreamOptions::recorder_place`]).
     pub fn stream_options(&self, plan: &Plan, e: usize) -> Result<crate::StreamOptions> {
         let entry = plan
             .entries
@@ -155,9 +157,12 @@ impl StreamingPlan {
             .get(e)
             .ok_or_else(|| Error::Plan(format!("entry {}: no largest shape", entry.name)))?;
         let restarts = |i: usize| self.restarts.get(i).copied().unwrap_or(0) > 0;
+        // One consumer more: the recorder's place (the last index,
+        // detached until a recorder attaches there).
         Ok(crate::StreamOptions::new(element, max)
             .depth(self.depth as usize)
-            .consumers(entry.consumers.len())
+            .consumers(entry.consumers.len() + 1)
+            .recorder_place(true)
             .overflow(if self.drop_oldest {
                 crate::Overflow::DropOldest
             } else {
