@@ -64,6 +64,13 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
         }
         return Ok(());
     }
+    if extra.first().is_some_and(|a| a == "chain") && extra.get(1).is_some_and(|a| a == "recorder")
+    {
+        let mut out = String::new();
+        crate::bench_chain::run_recorders(&mut out)?;
+        print!("{out}");
+        return Ok(());
+    }
     if extra.first().is_some_and(|a| a == "chain") {
         let mut out = String::new();
         let peers = crate::bench_chain::run(false, &mut out)?;

@@ -443,7 +443,21 @@ fn verdict(ok: bool) -> &'static str {
 
 /// Builds what the runs need, runs them, and writes the section of the
 /// report (goals with met or missed) into `out`.
-pub(crate) fn run(report: bool, out: &mut String) -> Result<Vec<Peer>, String> {
+/// Only the recorder bench (`cargo xtask bench chain recorder`).
+pub(crate) fn run_recorders(out: &mut String) -> Result<(), String> {
+    build_chain_binaries()?;
+    let release = crate::bench::target_dir().join("release");
+    let tools = Tools {
+        fastio: release.join("fastio"),
+        chainop: release.join("fio-chainop"),
+        python: root().join("target/venv-python/bin/python"),
+        dora_python: None,
+        scripts: root().join("crates/fastio-python/bench"),
+    };
+    recorders(&tools, out)
+}
+
+fn build_chain_binaries() -> Result<(), String> {
     Step::new(
         "chain binaries",
         cargo([
@@ -455,7 +469,12 @@ pub(crate) fn run(report: bool, out: &mut String) -> Result<Vec<Peer>, String> {
             "fastio-examples",
         ]),
     )
-    .run()?;
+    .run()
+    .map(drop)
+}
+
+pub(crate) fn run(report: bool, out: &mut String) -> Result<Vec<Peer>, String> {
+    build_chain_binaries()?;
     let release = crate::bench::target_dir().join("release");
     let python = root().join("target/venv-python/bin/python");
     let built = || {

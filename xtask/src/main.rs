@@ -34,7 +34,7 @@ commands:
   miri                       unit tests of the crates that contain unsafe, under Miri
   fuzz [--seconds N] [TARGET] replay the committed corpora, then fuzz each target (default 60 s)
   fuzz --cmin [TARGET]       minimize the corpora before committing them
-  bench [params|chain|hosts] [FILTER]  run the benchmarks and the peers beside them (or only params-io's, beside TVM's loader; the stream chain, beside dora-rs; or entries between two namespace hosts, beside Zenoh alone and TCP), print ratios
+  bench [params|chain [recorder]|hosts] [FILTER]  run the benchmarks and the peers beside them (or only params-io's, beside TVM's loader; the stream chain, beside dora-rs; or entries between two namespace hosts, beside Zenoh alone and TCP), print ratios
   bench --report             run every benchmark and peer, write docs/bench/README.md with SVG plots
   blaze                      check our canonical datashapes against Blaze's datashape package
   interop                    exchange params files with Apache TVM (PyPI) in both directions

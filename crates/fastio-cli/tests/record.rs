@@ -549,3 +549,72 @@ operators:
         "{err}"
     );
 }
+
+/// `fastio replay --loop`: after the last recorded frame, again from the
+/// first, until the run's frame count stops the source; what it published
+/// (recorded again) is the recording over and over, frame for frame.
+#[test]
+fn a_looped_replay_repeats_the_recording_frame_for_frame() {
+    let dir = tmpdir("loop");
+    let op = common::example("fio-streamop").display().to_string();
+    let yaml = format!(
+        "api-version: 0.5.0
+name: to-loop
+operators:
+- name: src
+  container: {{image: rust, command: [{op}, source, v]}}
+  output: [{{name: v, {ARR}}}]
+- name: sink
+  container: {{image: rust, command: [{op}, sink, v]}}
+  input: [{{from: src, name: v, {ARR}}}]
+streaming:
+  frames: 37
+  record: once.mcap
+  max-shape:
+    src/v: [16, 64]
+"
+    );
+    common::write(&dir, "p.yaml", &yaml);
+    let o = fastio(&dir, &["run", "p.yaml"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let fastio_bin = common::fastio();
+    let yaml = format!(
+        "api-version: 0.5.0
+name: looped
+operators:
+- name: replay
+  container: {{image: rust, command: [{fastio_bin}, replay, once.mcap, --pace, fast, --loop]}}
+  output: [{{name: v, {ARR}}}]
+streaming:
+  frames: 100
+  record: looped.mcap
+  max-shape:
+    replay/v: [16, 64]
+"
+    );
+    common::write(&dir, "r.yaml", &yaml);
+    let o = fastio(&dir, &["run", "r.yaml"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let once: Vec<_> = Recording::open(&dir.join("once.mcap"))
+        .unwrap()
+        .frames("src/v")
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let looped: Vec<_> = Recording::open(&dir.join("looped.mcap"))
+        .unwrap()
+        .frames("replay/v")
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!((once.len(), looped.len()), (37, 100));
+    for (k, f) in looped.iter().enumerate() {
+        let orig = &once[k % 37];
+        assert_eq!(f.header.frame, k as u64);
+        assert_eq!(
+            (&f.header.shape, &f.bytes),
+            (&orig.header.shape, &orig.bytes),
+            "frame {k}"
+        );
+    }
+}
