@@ -160,6 +160,25 @@ impl StreamCore {
         self.event(h::SPACE_EVENT).notify();
     }
 
+    /// As [`StreamCore::wait`], sleeping at once (no spin): for observers,
+    /// which must not take the pipeline's cores.
+    pub(super) fn wait_without_spin(
+        &self,
+        event: &ShmEvent,
+        seen: u32,
+        deadline: Option<Instant>,
+    ) -> bool {
+        let tick = match deadline {
+            None => LIVENESS_TICK,
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => left.min(LIVENESS_TICK),
+                _ => return false,
+            },
+        };
+        event.wait_while(seen, tick);
+        true
+    }
+
     /// Waits on `event` (spinning first for the context's spin budget)
     /// until it moves past `seen`, for at most a liveness tick or until
     /// `deadline`. `false` when the deadline passed.

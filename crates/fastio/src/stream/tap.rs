@@ -99,7 +99,8 @@ impl StreamTap {
             if let Some(e) = self.core.end_error(end) {
                 return Err(e);
             }
-            if !self.core.wait(data, seen, deadline) {
+            // An observer never spins: the cores are the pipeline's.
+            if !self.core.wait_without_spin(data, seen, deadline) {
                 return Err(Error::StreamTimeout {
                     stream: self.core.name.clone(),
                     what: "waiting for a frame to record",
