@@ -70,6 +70,10 @@ impl Shared {
     }
 }
 
+/// How long a stream's thread waits for a frame before it looks at the
+/// stop flag again.
+const WAIT: Duration = Duration::from_millis(100);
+
 /// A frame as the threads hand it to the file.
 struct Taken<'a> {
     seq: u64,
@@ -139,26 +143,16 @@ impl Session {
         max_shape: &[usize],
     ) -> Result<()> {
         let id = self.add_stream(consumer.name(), element, max_shape)?;
-        let shared = self.shared.clone();
-        self.threads.push(std::thread::spawn(move || {
-            // Frames published before it attached are not its to skip.
-            let mut dropped = consumer.dropped();
-            loop {
-                if shared.stop.load(Ordering::Acquire) {
-                    break;
-                }
-                let got = consumer.next(Some(Duration::from_millis(100)));
-                let now = consumer.dropped();
-                if now > dropped {
-                    let _ = shared.write(|r| r.skipped(id, now - dropped));
-                    dropped = now;
-                }
-                let name = consumer.name().to_owned();
-                match got {
-                    Ok(Some(frame)) => write_frame(
-                        &shared,
+        let name = consumer.name().to_owned();
+        // Frames published before it attached are not its to skip.
+        let before = consumer.dropped();
+        self.spawn(id, name, before, move |shared, id, name| {
+            let got = consumer.next(Some(WAIT)).map(|f| {
+                f.map(|frame| {
+                    write_frame(
+                        shared,
                         id,
-                        &name,
+                        name,
                         Taken {
                             seq: frame.seq(),
                             source_seq: frame.source_seq(),
@@ -166,17 +160,11 @@ impl Session {
                             shape: frame.shape(),
                             bytes: frame.bytes(),
                         },
-                    ),
-                    // Ended, or poisoned by a failure (the run says which).
-                    Ok(None) | Err(FastioError::StreamPoisoned { .. }) => break,
-                    Err(FastioError::StreamTimeout { .. }) => {}
-                    Err(e) => {
-                        shared.failed(format!("stream {name}: {e}"));
-                        break;
-                    }
-                }
-            }
-        }));
+                    )
+                })
+            });
+            (got, consumer.dropped())
+        });
         Ok(())
     }
 
@@ -184,24 +172,14 @@ impl Session {
     /// frames overwritten before it copied them are counted as skipped.
     pub fn add_tap(&mut self, mut tap: StreamTap) -> Result<()> {
         let id = self.add_stream(tap.name(), tap.element(), tap.max_shape())?;
-        let shared = self.shared.clone();
-        self.threads.push(std::thread::spawn(move || {
-            let mut skipped = 0;
-            loop {
-                if shared.stop.load(Ordering::Acquire) {
-                    break;
-                }
-                let got = tap.next(Some(Duration::from_millis(100)));
-                if tap.skipped() > skipped {
-                    let _ = shared.write(|r| r.skipped(id, tap.skipped() - skipped));
-                    skipped = tap.skipped();
-                }
-                let name = tap.name().to_owned();
-                match got {
-                    Ok(Some(f)) => write_frame(
-                        &shared,
+        let name = tap.name().to_owned();
+        self.spawn(id, name, 0, move |shared, id, name| {
+            let got = tap.next(Some(WAIT)).map(|f| {
+                f.map(|f| {
+                    write_frame(
+                        shared,
                         id,
-                        &name,
+                        name,
                         Taken {
                             seq: f.seq,
                             source_seq: f.source_seq,
@@ -209,9 +187,38 @@ impl Session {
                             shape: &f.shape,
                             bytes: &f.bytes,
                         },
-                    ),
+                    )
+                })
+            });
+            (got, tap.skipped())
+        });
+        Ok(())
+    }
+
+    /// A stream's thread: `take` writes its next frame (if one came in
+    /// time) and says how many it missed so far; until the stream ends or
+    /// fails, or the session stops.
+    fn spawn(
+        &mut self,
+        id: StreamId,
+        name: String,
+        mut missed: u64,
+        mut take: impl FnMut(&Shared, StreamId, &str) -> (fastio::Result<Option<()>>, u64)
+        + Send
+        + 'static,
+    ) {
+        let shared = self.shared.clone();
+        self.threads.push(std::thread::spawn(move || {
+            while !shared.stop.load(Ordering::Acquire) {
+                let (got, now) = take(&shared, id, &name);
+                if now > missed {
+                    let _ = shared.write(|r| r.skipped(id, now - missed));
+                    missed = now;
+                }
+                match got {
+                    Ok(Some(())) | Err(FastioError::StreamTimeout { .. }) => {}
+                    // Ended, or poisoned by a failure (the run says which).
                     Ok(None) | Err(FastioError::StreamPoisoned { .. }) => break,
-                    Err(FastioError::StreamTimeout { .. }) => {}
                     Err(e) => {
                         shared.failed(format!("stream {name}: {e}"));
                         break;
@@ -219,7 +226,6 @@ impl Session {
                 }
             }
         }));
-        Ok(())
     }
 
     /// Writes one entry of a one-shot run.
