@@ -102,9 +102,13 @@ pub(crate) struct SinkResult {
     pub(crate) first_ns: u64,
     pub(crate) last_ns: u64,
     pub(crate) latencies: Vec<u64>,
+    /// When the source took frames 0, 1000, 2000, … (ns, wall clock).
+    ticks: Vec<u64>,
     loop_ns: Option<u64>,
     rss_kb_at: Option<u64>,
     rss_kb_end: Option<u64>,
+    /// When a lossy recorder was running beside the run (wall clock, ns).
+    recorder_windows: Vec<(u64, u64)>,
 }
 
 pub(crate) fn parse_result(text: &str) -> Result<SinkResult, String> {
@@ -124,6 +128,7 @@ pub(crate) fn parse_result(text: &str) -> Result<SinkResult, String> {
             "rss_kb_at" => r.rss_kb_at = Some(one()?),
             "rss_kb_end" => r.rss_kb_end = Some(one()?),
             "lat_ns" => r.latencies = nums.collect::<Result<_, _>>()?,
+            "tick_ns" => r.ticks = nums.collect::<Result<_, _>>()?,
             _ => {}
         }
     }
@@ -167,6 +172,91 @@ enum Recorder {
     Lossless,
 }
 
+/// How long a lossy recorder records, and rests, in turns.
+const RECORDER_ON: std::time::Duration = std::time::Duration::from_millis(700);
+const RECORDER_OFF: std::time::Duration = std::time::Duration::from_millis(700);
+
+fn wall_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Runs `fastio record` (lossy, as a user would: it puts itself under
+/// SCHED_IDLE) beside the chain in turns until `done`: when each ran.
+fn toggle_recorder(
+    fastio: &Path,
+    dir: &Path,
+    done: &std::sync::atomic::AtomicBool,
+) -> Result<Vec<(u64, u64)>, String> {
+    let mut windows = Vec::new();
+    // Bounded: a run is at most RUN_LIMIT_SECS.
+    for k in 0..(RUN_LIMIT_SECS as usize) {
+        if done.load(std::sync::atomic::Ordering::Acquire) {
+            break;
+        }
+        let mut cmd = Command::new(fastio);
+        cmd.arg("record");
+        if k == 0 {
+            // The first waits for the run's context.
+            cmd.args(["--wait", "30"]);
+        }
+        let from = wall_ns();
+        let out = cmd
+            .args([
+                "-o",
+                "lossy.mcap",
+                "--pipeline",
+                "chain-bench",
+                "--duration",
+            ])
+            .arg(RECORDER_ON.as_secs_f64().to_string())
+            .current_dir(dir)
+            .output()
+            .map_err(|e| format!("start fastio record: {e}"))?;
+        let to = wall_ns();
+        if !out.status.success() {
+            // After the run ended there is nothing to record.
+            if k > 0 && done.load(std::sync::atomic::Ordering::Acquire) {
+                break;
+            }
+            return Err(format!(
+                "fastio record beside the chain failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        windows.push((from, to));
+        std::thread::sleep(RECORDER_OFF);
+    }
+    Ok(windows)
+}
+
+/// The source's rate (frames/s) in each 1,000-frame block that lay wholly
+/// inside a recorder window (after its first 100 ms: the recorder starting)
+/// and in each that lay wholly outside every window (100 ms apart from
+/// them): (with, without).
+fn rates_beside_recorder(r: &SinkResult) -> (Vec<f64>, Vec<f64>) {
+    const MARGIN: u64 = 100_000_000;
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for b in r.ticks.windows(2) {
+        let (t0, t1) = (b[0], b[1]);
+        let rate = 1000.0 / (t1.saturating_sub(t0).max(1) as f64 / 1e9);
+        if r.recorder_windows
+            .iter()
+            .any(|&(from, to)| t0 >= from + MARGIN && t1 <= to)
+        {
+            with.push(rate);
+        } else if r
+            .recorder_windows
+            .iter()
+            .all(|&(from, to)| t1 + MARGIN <= from || t0 >= to + MARGIN)
+        {
+            without.push(rate);
+        }
+    }
+    (with, without)
+}
+
 /// Paths every run needs.
 struct Tools {
     fastio: PathBuf,
@@ -208,30 +298,13 @@ impl Run<'_> {
             cmd.arg(&tools.fastio).arg("run").arg(&def);
         }
         cmd.current_dir(&self.dir);
-        // A lossy recorder attaches as soon as the run's context is there.
-        let recorder = (self.recorder == Recorder::Lossy)
-            .then(|| {
-                // At the lowest CPU priority, as a recorder beside a pipeline
-                // should run on a machine whose cores the pipeline uses.
-                Command::new("nice")
-                    .args(["-n", "19"])
-                    .arg(&tools.fastio)
-                    .args([
-                        "record",
-                        "--wait",
-                        "30",
-                        "-o",
-                        "lossy.mcap",
-                        "--pipeline",
-                        "chain-bench",
-                    ])
-                    .current_dir(&self.dir)
-                    .stdout(std::process::Stdio::piped())
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|e| format!("start fastio record: {e}"))
-            })
-            .transpose()?;
+        // A lossy recorder beside it, on and off in turns: windows of
+        // `RECORDER_ON` recording, `RECORDER_OFF` not, until the run ends.
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let recorder = (self.recorder == Recorder::Lossy).then(|| {
+            let (fastio, dir, done) = (tools.fastio.clone(), self.dir.clone(), done.clone());
+            std::thread::spawn(move || toggle_recorder(&fastio, &dir, &done))
+        });
         let name = format!(
             "chain {}",
             self.dir.file_name().unwrap_or_default().display()
@@ -245,21 +318,17 @@ impl Run<'_> {
                 let _ = std::fs::remove_file(Path::new("/dev/shm").join(f));
             }
         }
-        if let Some(r) = recorder {
-            let out = r
-                .wait_with_output()
-                .map_err(|e| format!("fastio record: {e}"))?;
-            if !out.status.success() {
-                return Err(format!(
-                    "fastio record beside the chain failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
-        }
+        done.store(true, std::sync::atomic::Ordering::Release);
+        let windows = match recorder {
+            Some(t) => t.join().map_err(|_| "the recorder thread panicked")??,
+            None => Vec::new(),
+        };
         ran?;
         let text = std::fs::read_to_string(&result)
             .map_err(|e| format!("{}: the sink wrote no result: {e}", self.dir.display()))?;
-        parse_result(&text)
+        let mut r = parse_result(&text)?;
+        r.recorder_windows = windows;
+        Ok(r)
     }
 
     fn sink_variables(&self, result: &Path) -> String {
@@ -564,91 +633,119 @@ pub(crate) fn run(report: bool, out: &mut String) -> Result<Vec<Peer>, String> {
     Ok(peers)
 }
 
-/// Issue 33: the unpaced chain's throughput with a lossy recorder attached
-/// (`fastio record`, an observer) and with the driver's lossless one
-/// (`streaming.record`), against none, in the same run; what the lossy one
-/// kept and skipped.
+/// Issue 33: does a lossy recorder slow the source? The unpaced chain at
+/// 64 KiB, long runs with `fastio record` beside them in turns (on for
+/// `RECORDER_ON`, off for as long): the source's rate in the stretches with
+/// it against the stretches without it, *within one run* (runs of the
+/// chain differ by a third on this machine, stretches of one run far
+/// less). And the driver's lossless recorder against none (it holds
+/// frames: as fast as the disk takes them).
 fn recorders(tools: &Tools, out: &mut String) -> Result<(), String> {
-    const FRAMES: u64 = 30_000;
+    const FRAMES: u64 = 1_500_000;
+    const LOSSLESS_FRAMES: u64 = 10_000;
     const SIZE: u64 = 64 << 10;
+    const RUNS: usize = 5;
     let base = crate::bench::target_dir().join("bench-chain");
-    // Runs of half a second vary by a quarter on this machine: five
-    // rounds, the modes interleaved, the median of each.
-    const ROUNDS: usize = 5;
-    let modes = [Recorder::None, Recorder::Lossy, Recorder::Lossless];
-    let mut all: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
-    for round in 0..ROUNDS {
-        for (m, &recorder) in modes.iter().enumerate() {
-            let dir = base.join(format!("recorder-{recorder:?}").to_lowercase());
-            let r = Run {
-                variant: Variant::FastioRust,
-                dir: dir.clone(),
-                size: SIZE,
-                frames: FRAMES,
-                pause_us: 0,
-                sink_env: &[],
-                depth: DEPTH,
-                rust_source: true,
-                recorder,
-            }
-            .go(tools)?;
-            if r.count != FRAMES || r.disorder + r.torn > 0 {
-                return Err(format!(
-                    "recorder bench ({recorder:?}): {} of {FRAMES} frames, {} out of order, {} torn",
-                    r.count, r.disorder, r.torn
-                ));
-            }
-            let secs = r.last_ns.saturating_sub(r.first_ns) as f64 / 1e9;
-            all[m].push(r.count.saturating_sub(1) as f64 / secs);
-            if round + 1 < ROUNDS {
-                continue;
-            }
-            let file = match recorder {
-                Recorder::None => None,
-                Recorder::Lossy => Some(dir.join("lossy.mcap")),
-                Recorder::Lossless => Some(dir.join("lossless.mcap")),
-            };
-            if let Some(f) = file {
-                let mut info = Command::new(&tools.fastio);
-                info.args(["record", "--info"]).arg(&f).arg("--json");
-                let said = Step::new(format!("recorder bench info {recorder:?}"), info).run()?;
-                let json = said
-                    .lines()
-                    .rev()
-                    .find(|l| l.starts_with('{'))
-                    .unwrap_or("{}");
-                let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
-                let counts = &v["counts"];
-                let _ = writeln!(
-                    out,
-                    "  recorder {:<9} kept {} source frames, skipped {}",
-                    format!("{recorder:?}").to_lowercase(),
-                    counts["source/frame.frames"].as_str().unwrap_or("?"),
-                    counts["source/frame.skipped"].as_str().unwrap_or("?"),
-                );
-            }
+    let run = |recorder: Recorder, frames: u64| -> Result<SinkResult, String> {
+        let dir = base.join(format!("recorder-{recorder:?}").to_lowercase());
+        let r = Run {
+            variant: Variant::FastioRust,
+            dir,
+            size: SIZE,
+            frames,
+            pause_us: 0,
+            sink_env: &[],
+            depth: DEPTH,
+            rust_source: true,
+            recorder,
         }
+        .go(tools)?;
+        if r.count != frames || r.disorder + r.torn > 0 {
+            return Err(format!(
+                "recorder bench ({recorder:?}): {} of {frames} frames, {} out of order, {} torn",
+                r.count, r.disorder, r.torn
+            ));
+        }
+        Ok(r)
+    };
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    let mut ratios = Vec::new();
+    let mut runs = String::new();
+    for _ in 0..RUNS {
+        let r = run(Recorder::Lossy, FRAMES)?;
+        let (with, without) = rates_beside_recorder(&r);
+        if with.len() < 20 || without.len() < 20 {
+            return Err(format!(
+                "recorder bench: too few stretches to compare ({} with the recorder, {} without, \
+                 {} windows)",
+                with.len(),
+                without.len(),
+                r.recorder_windows.len()
+            ));
+        }
+        let (w, wo) = (median(with.clone()), median(without.clone()));
+        ratios.push(w / wo);
+        let _ = write!(
+            runs,
+            "{}x{:.3} ({:.0} / {:.0} frames/s, {} / {} blocks)",
+            if runs.is_empty() { "" } else { ", " },
+            w / wo,
+            w,
+            wo,
+            with.len(),
+            without.len()
+        );
     }
-    let fps: Vec<f64> = all
-        .iter_mut()
-        .map(|v| {
-            v.sort_by(f64::total_cmp);
-            v[v.len() / 2]
-        })
-        .collect();
+    let lossy = median(ratios);
+    let info = {
+        let f = base.join("recorder-lossy").join("lossy.mcap");
+        let mut info = Command::new(&tools.fastio);
+        info.args(["record", "--info"]).arg(&f).arg("--json");
+        let said = Step::new("recorder bench info lossy", info).run()?;
+        let json = said
+            .lines()
+            .rev()
+            .find(|l| l.starts_with('{'))
+            .unwrap_or("{}");
+        let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+        let c = &v["counts"];
+        format!(
+            "its last window kept {} source frames and skipped {}",
+            c["source/frame.frames"].as_str().unwrap_or("?"),
+            c["source/frame.skipped"].as_str().unwrap_or("?")
+        )
+    };
     let _ = writeln!(
         out,
-        "\nThe unpaced chain at 64 KiB ({FRAMES} frames, Rust operators) with a recorder, same run \
-         (median of {ROUNDS} rounds, the modes interleaved):\n  \
-         none {:.0} frames/s; lossy `nice -n 19 fastio record` beside it {:.0} frames/s = x{:.2} (goal >= 0.95, \
-         never slows the source: {}); lossless `streaming.record` {:.0} frames/s = x{:.2} (writes \
-         every frame to the file: as fast as the disk takes them)",
-        fps[0],
-        fps[1],
-        fps[1] / fps[0],
-        verdict(fps[1] / fps[0] >= 0.95),
-        fps[2],
-        fps[2] / fps[0]
+        "\nA lossy recorder beside the unpaced chain at 64 KiB (Rust operators; {RUNS} runs of \
+         {FRAMES} frames, `fastio record` (SCHED_IDLE, polling while frames flow) on for {:.1} s \
+         and off for {:.1} s in turns; the source's median rate over 1,000-frame blocks with it \
+         against without it, in the same run):\n  x{lossy:.3} (goal >= 0.95, never slows the \
+         source: {}); the runs: {runs}; {info}",
+        RECORDER_ON.as_secs_f64(),
+        RECORDER_OFF.as_secs_f64(),
+        verdict(lossy >= 0.95),
+    );
+    // The lossless recorder: its own runs against runs without one, in
+    // turns.
+    let (mut none, mut lossless) = (Vec::new(), Vec::new());
+    let fps = |r: &SinkResult| {
+        r.count.saturating_sub(1) as f64
+            / (r.last_ns.saturating_sub(r.first_ns).max(1) as f64 / 1e9)
+    };
+    for _ in 0..RUNS {
+        none.push(fps(&run(Recorder::None, 200_000)?));
+        lossless.push(fps(&run(Recorder::Lossless, LOSSLESS_FRAMES)?));
+    }
+    let (n, l) = (median(none), median(lossless));
+    let _ = writeln!(
+        out,
+        "  lossless `streaming.record` ({LOSSLESS_FRAMES} frames, every one written): {l:.0} \
+         frames/s against {n:.0} without = x{:.2} (as fast as the disk takes them)",
+        l / n
     );
     Ok(())
 }

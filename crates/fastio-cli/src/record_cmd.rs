@@ -17,8 +17,10 @@ use crate::Failure;
 pub(crate) struct RecordArgs {
     /// Record a running streaming run to this MCAP file: every stream (or
     /// those given with --stream), as an observer that never holds a frame,
-    /// so the pipeline never waits for it; frames it could not copy in
-    /// time are counted as skipped. Ends with the run, after --duration,
+    /// so the pipeline never waits for it, running only on CPU time
+    /// nothing else wants (SCHED_IDLE); frames it could not copy in time
+    /// are counted as skipped (a stream too fast to follow is sampled
+    /// about every 10 ms). Ends with the run, after --duration,
     /// or on Ctrl-C (the file is closed well); killed, it leaves a file
     /// readable up to its last complete message.
     #[arg(short, long, value_name = "FILE", required_unless_present = "info")]
@@ -439,6 +441,14 @@ mod live {
 
     pub(super) fn record(args: &RecordArgs) -> Result<(), Failure> {
         let out = args.output.clone().unwrap_or_default();
+        // A lossy recorder takes only CPU time the pipeline leaves: before
+        // any thread starts (Linux keeps the policy per thread; threads
+        // inherit their creator's).
+        if !args.lossless
+            && let Err(e) = shm_core::run_only_when_idle()
+        {
+            eprintln!("fastio: record: could not lower its priority (SCHED_IDLE): {e}");
+        }
         let until = std::time::Instant::now()
             + Duration::from_secs_f64(args.wait.unwrap_or(0.0).clamp(0.0, 86_400.0));
         let (ctx, _file, plan, label) = loop {

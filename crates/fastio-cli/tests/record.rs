@@ -352,6 +352,21 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 /// as an observer (lossy) and with `--lossless` (the recorder's place; its
 /// stage may restart, so a dead consumer there would hold the stream: the
 /// killed recorder must not).
+/// The scheduling policy of every thread of process `pid` (field 41 of
+/// `/proc/PID/task/TID/stat`).
+fn thread_policies(pid: u32) -> Vec<u32> {
+    let mut out = Vec::new();
+    for t in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let Ok(stat) = std::fs::read_to_string(t.unwrap().path().join("stat")) else {
+            continue; // a thread that ended meanwhile
+        };
+        let after = &stat[stat.rfind(')').unwrap() + 2..];
+        // Fields from 3 (state) on: the policy is field 41.
+        out.push(after.split(' ').nth(41 - 3).unwrap().parse().unwrap());
+    }
+    out
+}
+
 #[test]
 fn a_live_recorder_killed_mid_run_leaves_a_readable_file_and_never_disturbs_the_run() {
     let op = common::example("fio-streamop").display().to_string();
@@ -405,6 +420,22 @@ streaming:
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
+        // A lossy recorder runs only on CPU time the pipeline leaves
+        // (SCHED_IDLE, every thread); a lossless one as scheduled.
+        // (Looked at once its stream threads run: at most 3 s.)
+        let mut policies = Vec::new();
+        for _ in 0..300 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            policies = thread_policies(recorder.id());
+            if policies.len() >= 2 {
+                break;
+            }
+        }
+        let want = if lossless { 0 } else { 5 }; // SCHED_OTHER, SCHED_IDLE
+        assert!(
+            policies.len() >= 2 && policies.iter().all(|&p| p == want),
+            "round {round}: the recorder's threads' policies {policies:?}"
+        );
         let killed = round % 3 != 2;
         if killed {
             seed ^= seed << 13;
@@ -439,6 +470,17 @@ streaming:
             assert!(info.complete && said.contains("closed well"), "{said}");
             let recorded: u64 = info.counts["src/v.frames"].parse().unwrap();
             assert_eq!(recorded, info.channels[0].messages);
+            let skipped: u64 = info.counts["src/v.skipped"].parse().unwrap();
+            if !lossless {
+                // A stream of about 650 frames/s on an idle-enough machine:
+                // an observer keeps up with it (it sleeps on the data event
+                // while it does) and copies nearly every frame, rather than
+                // sampling it as it does a stream it cannot follow.
+                assert!(
+                    recorded >= 2 * skipped && recorded > 100,
+                    "round {round}: recorded {recorded}, skipped {skipped}: {said}"
+                );
+            }
             if lossless {
                 // Every frame from the one it attached at to the last.
                 assert_eq!(info.counts["src/v.skipped"], "0", "{said}");

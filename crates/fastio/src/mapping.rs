@@ -464,10 +464,14 @@ impl RingRegion {
             out.push(b.load(Ordering::Relaxed));
             at += 1;
         }
-        while at + 8 <= end {
-            // SAFETY: in bounds (`at + 8 <= end`) and 8-byte aligned (above).
+        let words = (end - at) / 8;
+        let start = out.len();
+        out.resize(start + words * 8, 0);
+        for chunk in out[start..].chunks_exact_mut(8) {
+            // SAFETY: in bounds (`at + 8 <= end`: `words` whole words fit
+            // before `end`) and 8-byte aligned (above).
             let w = unsafe { &*self.rw.as_ptr().add(at).cast::<AtomicU64>() };
-            out.extend_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
+            chunk.copy_from_slice(&w.load(Ordering::Relaxed).to_ne_bytes());
             at += 8;
         }
         while at < end {

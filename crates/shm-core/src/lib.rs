@@ -90,3 +90,12 @@ pub use reap::{SegmentInfo, escape_name, gc, gc_one, list_segments, shm_free_byt
 pub use segment::{DEFAULT_PREFIX, Segment, SegmentOptions, validate_prefix};
 pub use shared::Access;
 pub use sync::LIVENESS_TICK;
+
+/// Puts the calling thread under Linux's `SCHED_IDLE` policy: it then runs
+/// only on CPU time no other thread of the machine wants, and threads it
+/// starts afterwards inherit the policy. For work beside a pipeline that
+/// must never take its cores, such as a lossy recorder or a monitor.
+/// Undone only by a privileged thread.
+pub fn run_only_when_idle() -> std::io::Result<()> {
+    sys::sched_idle()
+}

@@ -6,7 +6,8 @@
 //! (`F_OFD_SETLK`/`F_OFD_GETLK` on a single byte), which rustix's
 //! whole-file `fcntl_lock` cannot express, and for `F_GETFD` on a
 //! descriptor number that may not be open (rustix takes only descriptors
-//! that are).
+//! that are), and for `sched_setscheduler` (rustix has no scheduling
+//! policies).
 
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
@@ -241,6 +242,28 @@ pub(crate) fn ofd_is_locked(fd: BorrowedFd<'_>, byte: u64) -> io::Result<bool> {
     Ok(fl.l_type != libc::F_UNLCK as libc::c_short)
 }
 
+/// `sched_setscheduler(0, SCHED_IDLE)`: the calling thread runs only on
+/// time no other thread wants; threads it starts afterwards inherit it.
+#[cfg(not(miri))]
+pub(crate) fn sched_idle() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `param` is a valid, initialised `sched_param` that outlives
+    // the call; pid 0 names the calling thread; the call reads `param` and
+    // touches no other memory of ours.
+    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+    if r == -1 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// Miri runs no foreign calls: a no-op there.
+#[cfg(miri)]
+pub(crate) fn sched_idle() -> io::Result<()> {
+    Ok(())
+}
+
 /// `FUTEX_WAIT` (shared, not `FUTEX_PRIVATE`) with a relative timeout.
 #[cfg(not(loom))]
 pub(crate) fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {
@@ -395,5 +418,25 @@ mod tests {
         };
         assert_eq!(process_state(pid()), ProcessState::Running(t));
         assert_eq!(process_state(u32::MAX), ProcessState::Dead);
+    }
+
+    /// A thread put under `SCHED_IDLE` is there (the kernel says so), and
+    /// a thread it starts inherits it; the test's other threads are not
+    /// touched.
+    #[test]
+    #[cfg_attr(miri, ignore = "a foreign call")]
+    fn sched_idle_holds_for_the_thread_and_its_children() {
+        // SAFETY: sched_getscheduler reads no memory of ours.
+        let policy = || unsafe { libc::sched_getscheduler(0) };
+        let before = policy();
+        let (own, child) = std::thread::spawn(move || {
+            sched_idle().unwrap();
+            (policy(), std::thread::spawn(policy).join().unwrap())
+        })
+        .join()
+        .unwrap();
+        assert_eq!((own, child), (libc::SCHED_IDLE, libc::SCHED_IDLE));
+        assert_eq!(policy(), before);
+        assert_ne!(before, libc::SCHED_IDLE);
     }
 }

@@ -9,7 +9,8 @@
 //! * `sink` — reads each frame's number; writes to the file `RESULT` the
 //!   frame count, the wall-clock times of the first and last frame, and
 //!   each frame's latency since its source timestamp (ns), one per line
-//!   (`count N`, `disorder N`, `torn N`, `first_ns T`, `last_ns T`, `lat_ns L...`). With
+//!   (`count N`, `disorder N`, `torn N`, `first_ns T`, `last_ns T`, `lat_ns L...`,
+//!   `tick_ns T...`: when the source took frames 0, 1000, 2000, …). With
 //!   `WAIT_MS` it sleeps that long first and writes `loop_ns`, the time
 //!   its loop took (frames already waiting: the per-frame cost of the
 //!   operator's own frame loop). With `RSS_AFTER=k` it keeps nothing per
@@ -95,6 +96,8 @@ fn sink(op: &mut Operator) -> Result {
         std::thread::sleep(Duration::from_millis(ms));
     }
     let mut latencies: Vec<u64> = Vec::new();
+    // When the source took every 1,000th frame: its rate over time.
+    let mut ticks: Vec<u64> = Vec::new();
     let (mut first, mut last) = (0u64, 0u64);
     let mut expect: Option<u64> = None;
     let mut count = 0u64;
@@ -122,6 +125,9 @@ fn sink(op: &mut Operator) -> Result {
         if wait.is_none() && rss_after.is_none() {
             let now = now_ns();
             latencies.push(now.saturating_sub(step.timestamp_ns()));
+            if seq % 1000 == 0 {
+                ticks.push(step.timestamp_ns());
+            }
             if first == 0 {
                 first = now;
             }
@@ -143,6 +149,10 @@ fn sink(op: &mut Operator) -> Result {
         out.push_str("lat_ns");
         for l in &latencies {
             let _ = write!(out, " {l}");
+        }
+        out.push_str("\ntick_ns");
+        for t in &ticks {
+            let _ = write!(out, " {t}");
         }
         out.push('\n');
     }
