@@ -55,10 +55,10 @@ use handoff_common::{
 /// Long enough for a 256 MiB cold handoff on a loaded machine.
 const WAIT: Duration = Duration::from_secs(60);
 
+/// An anonymous (`memfd`) context, as `fastio run` makes: the child
+/// inherits its descriptor.
 fn context(capacity: u64, cache: bool) -> Context {
-    let mut options = ContextOptions::new()
-        .capacity(capacity)
-        .prefix("fastio-bench");
+    let mut options = ContextOptions::new().capacity(capacity).anonymous(true);
     if !cache {
         options = options.cache_limit(0);
     }
@@ -362,8 +362,8 @@ fn main() {
     let warm = context(2 * max + rings, true);
     let cold = context(2 * max, false);
     let consumer = Consumer::start(&[
-        ("WARM", warm.handle().to_owned()),
-        ("COLD", cold.handle().to_owned()),
+        ("WARM", warm.handle_for_children().unwrap()),
+        ("COLD", cold.handle_for_children().unwrap()),
     ]);
     let mut p = Producer {
         warm,

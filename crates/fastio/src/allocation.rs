@@ -31,7 +31,7 @@ pub struct Allocation {
     /// (module `mapping`). `NOT_PRIVATE` otherwise. Only ever goes from
     /// private to not (atomic so that `Allocation` stays `Sync`; `&self`
     /// methods clear it).
-    private_off: AtomicU64,
+    pub(crate) private_off: AtomicU64,
 }
 
 /// `private_off` of an allocation that is not private.

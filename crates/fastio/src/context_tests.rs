@@ -75,3 +75,29 @@ fn a_private_write_mapping_skips_the_tables_until_others_can_reach_it() {
     drop(arr);
     d.map_mut().unwrap()[0] = 9;
 }
+
+/// A block of at least a huge page starts on a huge-page boundary of the
+/// file when there is room (so the system may back it with huge pages),
+/// and anywhere it fits when there is not; small blocks are packed as
+/// before.
+#[test]
+#[cfg_attr(miri, ignore = "needs real shared memory")]
+fn large_blocks_go_on_huge_page_boundaries_when_there_is_room() {
+    use std::sync::atomic::Ordering;
+    const M: u64 = 1 << 20;
+    let ctx = context(9 * M);
+    let file_off = |a: &crate::Allocation| {
+        ctx.shared.layout.heap_offset + a.private_off.load(Ordering::Relaxed)
+    };
+    let small = ctx.create(4096).unwrap();
+    let big = ctx.create(4 * M).unwrap();
+    assert_eq!(file_off(&big) % shm_core::HUGE_PAGE, 0);
+    let small2 = ctx.create(4096).unwrap();
+    // The page after the first small block: the gap before the boundary.
+    assert_eq!(file_off(&small2), file_off(&small) + 4096);
+    // 4 MiB more fits only off the boundary: placed anyway.
+    let heap_end = ctx.shared.layout.heap_offset + ctx.shared.layout.heap_len;
+    let big2 = ctx.create(4 * M).unwrap();
+    assert!(file_off(&big2) + 4 * M <= heap_end);
+    assert!(file_off(&big2) >= file_off(&big) + 4 * M || file_off(&big2) + 4 * M <= file_off(&big));
+}

@@ -41,21 +41,69 @@ pub(crate) fn class_of_block(cap: u64) -> Option<usize> {
 /// First-fit placement of `len` bytes in `[0, heap_len)` around the
 /// existing blocks `used` (`(offset, len)`, any order, non-overlapping).
 pub(crate) fn first_fit(used: &mut [(u64, u64)], len: u64, heap_len: u64) -> Option<u64> {
+    first_fit_aligned(used, len, heap_len, 0, 1)
+}
+
+/// [`first_fit`] of a block that must start where `base + offset` is a
+/// multiple of `align` (a power of two): a large block on a huge-page
+/// boundary of the file, `base` being the heap's offset in it.
+pub(crate) fn first_fit_aligned(
+    used: &mut [(u64, u64)],
+    len: u64,
+    heap_len: u64,
+    base: u64,
+    align: u64,
+) -> Option<u64> {
+    debug_assert!(align.is_power_of_two());
+    let up = |cursor: u64| -> Option<u64> {
+        let at = base.checked_add(cursor)?.checked_next_multiple_of(align)?;
+        Some(at - base)
+    };
     used.sort_unstable();
     let mut cursor = 0u64;
     for &(off, l) in used.iter() {
-        if off >= cursor && off - cursor >= len {
-            return Some(cursor);
+        let start = up(cursor)?;
+        if off >= start && off - start >= len {
+            return Some(start);
         }
         cursor = cursor.max(off.saturating_add(l));
     }
-    (heap_len >= cursor && heap_len - cursor >= len).then_some(cursor)
+    let start = up(cursor)?;
+    (heap_len >= start && heap_len - start >= len).then_some(start)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn aligned_fit_skips_to_the_boundary_or_the_next_gap() {
+        const M: u64 = 1 << 20;
+        // The heap starts 12 KiB into the file: the first 2 MiB boundary is
+        // at heap offset 2 MiB - 12 KiB.
+        let base = 12 << 10;
+        let first = 2 * M - base;
+        assert_eq!(
+            first_fit_aligned(&mut [], 2 * M, 16 * M, base, 2 * M),
+            Some(first)
+        );
+        // A block before the boundary: still there.
+        let mut used = [(0, 4096)];
+        assert_eq!(
+            first_fit_aligned(&mut used, 2 * M, 16 * M, base, 2 * M),
+            Some(first)
+        );
+        // A block across it: the next boundary.
+        let mut used = [(first - 4096, 8192)];
+        assert_eq!(
+            first_fit_aligned(&mut used, 2 * M, 16 * M, base, 2 * M),
+            Some(first + 2 * M)
+        );
+        // No aligned room although unaligned room exists.
+        assert_eq!(first_fit_aligned(&mut [], 4 * M, 4 * M, base, 2 * M), None);
+        assert_eq!(first_fit(&mut [], 4 * M, 4 * M), Some(0));
+    }
 
     #[test]
     fn small_classes_are_page_counts() {
@@ -125,6 +173,27 @@ mod tests {
                     }
                 }
             }
+        }
+
+        /// The aligned fit is the lowest aligned position where the block
+        /// fits without overlap, or none exists.
+        #[test]
+        fn aligned_fit_is_the_lowest_aligned_gap(
+            blocks in proptest::collection::vec((0u64..64, 1u64..8), 0..12),
+            want in 1u64..16,
+            base in 0u64..8,
+            shift in 0u32..4,
+        ) {
+            let align = 1u64 << shift;
+            let mut used: Vec<(u64, u64)> = Vec::new();
+            for (off, len) in blocks {
+                if used.iter().all(|&(o, l)| off + len <= o || o + l <= off) && off + len <= 64 {
+                    used.push((off, len));
+                }
+            }
+            let free = |at: u64| at + want <= 64 && used.iter().all(|&(o, l)| at + want <= o || o + l <= at);
+            let lowest = (0..=64u64).find(|&at| (base + at).is_multiple_of(align) && free(at));
+            prop_assert_eq!(first_fit_aligned(&mut used.clone(), want, 64, base, align), lowest);
         }
     }
 }

@@ -11,7 +11,7 @@
 //! ```
 
 use crate::error::{Error, Result};
-use crate::heap::{class_of, class_of_block as heap_class, first_fit};
+use crate::heap::{class_of, class_of_block as heap_class, first_fit, first_fit_aligned};
 use crate::layout::{MAX_TYPE_LEN, hdr};
 use crate::names::{Meta, validate_name};
 use crate::table::{ACTIVE, AllocId, CREATING, DOOMED, FREE, Holds, Me, Table, rec};
@@ -171,6 +171,17 @@ impl Table<'_> {
             let (off, len) = self.block(i)?;
             if len > 0 {
                 used.push((off, len));
+            }
+        }
+        // A block of huge pages' size goes on a huge-page boundary of the
+        // file when there is room (it may then be backed by huge pages:
+        // shm-core's `commit_range`), anywhere it fits otherwise.
+        if cap >= shm_core::HUGE_PAGE {
+            let base = self.l.heap_offset;
+            if let Some(at) =
+                first_fit_aligned(&mut used, cap, self.l.heap_len, base, shm_core::HUGE_PAGE)
+            {
+                return Ok(Some(at));
             }
         }
         Ok(first_fit(&mut used, cap, self.l.heap_len))

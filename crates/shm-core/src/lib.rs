@@ -82,7 +82,7 @@ mod ring_loom;
 
 pub use error::{Error, HeaderError, LockError, Result, human_bytes};
 pub use event::ShmEvent;
-pub use mapping::{ReadOnlyView, ShmType};
+pub use mapping::{HUGE_PAGE, ReadOnlyView, ShmType};
 pub use mutex::{MutexGuard, ShmMutex};
 pub use offset::Offset;
 pub use participant::{Participant, ParticipantInfo};

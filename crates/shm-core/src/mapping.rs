@@ -20,12 +20,25 @@ pub(crate) fn map(fd: &OwnedFd, len: u64, access: Access) -> Result<MmapRaw> {
     let mut opts = MmapOptions::new();
     opts.len(len);
     let raw = fd.as_raw_fd();
-    match access {
+    let map = match access {
         Access::ReadWrite => opts.map_raw(raw),
         Access::ReadOnly => opts.map_raw_read_only(raw),
     }
-    .map_err(Error::sys("mmap"))
+    .map_err(Error::sys("mmap"))?;
+    if len >= HUGE_PAGE as usize && crate::sys::shmem_huge() != crate::sys::ShmemHuge::Never {
+        // Best effort: where the system gives shared memory huge pages
+        // (`advise` asks for this), large blocks are committed and faulted
+        // in 2 MiB at a time (fastio places them on 2 MiB boundaries).
+        // SAFETY: the whole range is the mapping just made.
+        let _ = unsafe { crate::sys::advise_huge(map.as_mut_ptr(), len) };
+    }
+    Ok(map)
 }
+
+/// The transparent huge page size of x86-64 and most aarch64 kernels:
+/// blocks that are multiples of it, placed on its boundaries, can be
+/// backed by huge pages where the system allows them for shared memory.
+pub const HUGE_PAGE: u64 = 2 << 20;
 
 /// Types that may be placed in a segment and referenced from several
 /// processes at once.

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64 as StdU64, Ordering};
 
 use crate::error::{Error, Result};
 use crate::header::{self, FLAG_GROUP_SHARED, FLAG_PERSISTENT, HeaderInfo};
-use crate::mapping::{ReadOnlyView, ShmType};
+use crate::mapping::{HUGE_PAGE, ReadOnlyView, ShmType};
 use crate::offset::{Offset, check_range};
 use crate::participant::{Participant, ParticipantInfo, SLOT_FREE};
 use crate::shared::{Access, Shared, unix_ns};
@@ -486,9 +486,41 @@ impl Segment {
     /// Gives `[offset, offset + len)` of the data region backing store now
     /// (`fallocate`), so that touching it later cannot raise `SIGBUS` when
     /// `/dev/shm` is full: exhaustion is reported here instead.
+    ///
+    /// A `memfd` segment on a system whose shared-memory huge pages are
+    /// `advise` commits a range of whole 2 MiB pages by faulting it in for
+    /// writing instead (`MADV_POPULATE_WRITE` on this handle's mapping,
+    /// advised `MADV_HUGEPAGE`): `fallocate` would give it small pages. A
+    /// fault that finds no memory is reported the same way.
     pub fn commit_range(&self, offset: Offset, len: u64) -> Result<()> {
         self.check_writable_range(offset, len)?;
         let fd = self.shared.fd.as_fd();
+        if self.shared.name.is_none()
+            && sys::shmem_huge() == sys::ShmemHuge::Advise
+            && offset.get().is_multiple_of(HUGE_PAGE)
+            && len.is_multiple_of(HUGE_PAGE)
+            && len > 0
+        {
+            let p = self.ptr(offset, len)?;
+            let n = usize::try_from(len).map_err(|_| Error::InvalidSize("range exceeds memory"))?;
+            // SAFETY: the range lies inside this handle's read-write
+            // mapping (checked above), which stays mapped while `self`
+            // lives; populating changes no content.
+            return unsafe { sys::populate_write(p.as_ptr().cast(), n) }.map_err(|e| {
+                // A fault that would raise SIGBUS: no memory for the range.
+                if e.raw_os_error() == Some(rustix::io::Errno::FAULT.raw_os_error()) {
+                    Error::NoSpace {
+                        asked: len,
+                        free: sys::free_bytes(fd),
+                    }
+                } else {
+                    Error::Sys {
+                        op: "madvise(MADV_POPULATE_WRITE)",
+                        source: e,
+                    }
+                }
+            });
+        }
         sys::fallocate_range(fd, offset.get(), len).map_err(Error::fallocate(fd, len))
     }
 

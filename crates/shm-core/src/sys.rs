@@ -378,6 +378,55 @@ pub(crate) unsafe fn populate_write(ptr: *mut u8, len: usize) -> io::Result<()> 
         .map_err(io_err)
 }
 
+/// `madvise(MADV_HUGEPAGE)`: faults in the range may take transparent
+/// huge pages where the system allows them for shared memory.
+///
+/// # Safety
+///
+/// `ptr..ptr + len` must be a mapping of this process. The advice changes
+/// no content and unmaps nothing.
+pub(crate) unsafe fn advise_huge(ptr: *mut u8, len: usize) -> io::Result<()> {
+    // SAFETY: the caller's contract; MADV_HUGEPAGE only sets a flag on the
+    // mapping, no reference anyone holds is affected.
+    unsafe { rustix::mm::madvise(ptr.cast(), len, rustix::mm::Advice::LinuxHugepage) }
+        .map_err(io_err)
+}
+
+/// The system's transparent-huge-page policy for `memfd`s and other
+/// internal shared memory (`/sys/kernel/mm/transparent_hugepage/
+/// shmem_enabled`, the word in brackets), read once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ShmemHuge {
+    /// `never`, `deny`, or unknown: small pages only.
+    Never,
+    /// `advise`: huge pages for mappings advised with `MADV_HUGEPAGE`, on
+    /// faults (not on `fallocate`, which has no mapping to look at).
+    Advise,
+    /// `always`, `within_size`, `force`: huge pages on faults and on
+    /// `fallocate` alike.
+    Always,
+}
+
+pub(crate) fn shmem_huge() -> ShmemHuge {
+    static POLICY: std::sync::OnceLock<ShmemHuge> = std::sync::OnceLock::new();
+    *POLICY.get_or_init(|| {
+        let text = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/shmem_enabled")
+            .unwrap_or_default();
+        parse_shmem_huge(&text)
+    })
+}
+
+fn parse_shmem_huge(text: &str) -> ShmemHuge {
+    let chosen = text
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix('[')?.strip_suffix(']'));
+    match chosen {
+        Some("advise") => ShmemHuge::Advise,
+        Some("always" | "within_size" | "force") => ShmemHuge::Always,
+        _ => ShmemHuge::Never,
+    }
+}
+
 /// A close-on-exec duplicate of descriptor number `raw`, inherited from
 /// the parent process, after checking that it is open.
 pub(crate) fn adopt_inherited(raw: i32) -> io::Result<OwnedFd> {
@@ -423,6 +472,33 @@ mod tests {
     /// A thread put under `SCHED_IDLE` is there (the kernel says so), and
     /// a thread it starts inherits it; the test's other threads are not
     /// touched.
+    #[test]
+    fn shmem_huge_policy_is_the_word_in_brackets() {
+        let p = |t: &str| parse_shmem_huge(t);
+        assert_eq!(
+            p("always within_size advise [never] deny force\n"),
+            ShmemHuge::Never
+        );
+        assert_eq!(
+            p("always within_size [advise] never deny force\n"),
+            ShmemHuge::Advise
+        );
+        assert_eq!(
+            p("always [within_size] advise never deny force"),
+            ShmemHuge::Always
+        );
+        assert_eq!(p("[always] within_size advise never"), ShmemHuge::Always);
+        assert_eq!(
+            p("always within_size advise never deny [force]"),
+            ShmemHuge::Always
+        );
+        assert_eq!(
+            p("always within_size advise never [deny] force"),
+            ShmemHuge::Never
+        );
+        assert_eq!(p(""), ShmemHuge::Never);
+    }
+
     #[test]
     #[cfg_attr(miri, ignore = "a foreign call")]
     fn sched_idle_holds_for_the_thread_and_its_children() {
