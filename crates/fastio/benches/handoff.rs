@@ -16,6 +16,16 @@
 //!     a cache, so blocks (and their pages) are reused;
 //!   - `fastio_cold_<touch>`: the same on a context without a cache: every
 //!     handoff commits fresh pages and punches them out on free;
+//!   - `floor_fresh_<touch>`: the kernel's floor for a handoff of fresh
+//!     pages: the two processes share one `memfd`, the producer writes the
+//!     payload through its mapping (the kernel allocates and zeroes the
+//!     pages as it faults them in) and says so over the socket, the
+//!     consumer reads through its own mapping, punches the range out (the
+//!     pages go back to the system, the next payload's are fresh again)
+//!     and acknowledges. No allocator, no tables, no names;
+//!   - `socket_fresh_<touch>`: `socket_<touch>` with the consumer reading
+//!     into a buffer allocated anew for each payload, as a one-shot job's
+//!     receiver would;
 //!   - `fastio_warm_spin_page`: `fastio_warm_page` with both sides spinning
 //!     before they sleep ([`Context::set_wait_spin`]), the peer of
 //!     iceoryx2's busy-polling variant;
@@ -72,9 +82,51 @@ fn produce(ctx: &Context, size: usize, name: &str, seq: u64) {
     a.publish_and_release(name).unwrap();
 }
 
+/// The floor's `memfd`: mapped read-write here, read-only in the
+/// consumer, which inherits the descriptor.
+struct Floor {
+    fd: i32,
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Floor {
+    fn new(len: usize) -> Floor {
+        // SAFETY: a NUL-terminated name; no flags (the descriptor is
+        // inherited by the consumer).
+        let fd = unsafe { libc::memfd_create(c"fastio-floor".as_ptr(), 0) };
+        assert!(fd >= 0, "memfd_create");
+        // SAFETY: a descriptor we own.
+        assert_eq!(unsafe { libc::ftruncate(fd, len as libc::off_t) }, 0);
+        Floor {
+            fd,
+            ptr: map(fd, len, true),
+            len,
+        }
+    }
+}
+
+/// Maps `len` bytes of `fd`, shared.
+fn map(fd: i32, len: usize, write: bool) -> *mut u8 {
+    let prot = if write {
+        libc::PROT_READ | libc::PROT_WRITE
+    } else {
+        libc::PROT_READ
+    };
+    // SAFETY: a fresh mapping at an address the kernel chooses.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, fd, 0) };
+    assert_ne!(p, libc::MAP_FAILED, "mmap");
+    // Huge pages where the system allows them for shared memory, as our
+    // contexts ask (best effort).
+    // SAFETY: the advice changes no content of the mapping just made.
+    let _ = unsafe { libc::madvise(p, len, libc::MADV_HUGEPAGE) };
+    p.cast()
+}
+
 struct Producer {
     warm: Context,
     cold: Context,
+    floor: Floor,
     consumer: Consumer,
     /// Streams by name, made once (in the warm context).
     rings: HashMap<String, StreamProducer>,
@@ -101,11 +153,23 @@ impl Producer {
         elapsed
     }
 
-    fn socket_latency(&mut self, batch: Batch, src: &mut [u8]) -> Duration {
+    /// A socket copy (`S`, both buffers reused; `N`, the consumer's fresh
+    /// each time) or the fresh-page floor (`F`).
+    fn socket_or_floor_latency(&mut self, batch: Batch, src: &mut [u8]) -> Duration {
         self.timed(batch, |p| {
             for seq in 0..batch.iters {
-                produce_into(src, seq);
-                p.consumer.sock.write_all(src).unwrap();
+                if batch.cmd == b'F' {
+                    assert!(batch.size <= p.floor.len);
+                    // SAFETY: inside the mapping; the consumer reads it only
+                    // between our message and its acknowledgement, when we
+                    // do not write.
+                    let out = unsafe { std::slice::from_raw_parts_mut(p.floor.ptr, batch.size) };
+                    produce_into(out, seq);
+                    p.consumer.sock.write_all(b"g").unwrap();
+                } else {
+                    produce_into(src, seq);
+                    p.consumer.sock.write_all(src).unwrap();
+                }
                 let mut ack = [0u8; 1];
                 p.consumer.sock.read_exact(&mut ack).unwrap();
             }
@@ -236,12 +300,18 @@ fn latency(g: &mut BenchmarkGroup<'_, WallTime>, p: &mut Producer) {
         drop(dst);
         let mut src = src;
         for touch in Touch::BOTH {
-            let name = format!("socket_{}", touch.suffix());
-            g.bench_function(BenchmarkId::new(name, label), |b| {
-                b.iter_custom(|iters| {
-                    p.socket_latency(batch_of(b'S', touch, size, iters), &mut src)
-                })
-            });
+            for (name, cmd) in [
+                ("socket", b'S'),
+                ("socket_fresh", b'N'),
+                ("floor_fresh", b'F'),
+            ] {
+                let name = format!("{name}_{}", touch.suffix());
+                g.bench_function(BenchmarkId::new(name, label), |b| {
+                    b.iter_custom(|iters| {
+                        p.socket_or_floor_latency(batch_of(cmd, touch, size, iters), &mut src)
+                    })
+                });
+            }
             for (kind, cold, cmd) in [("warm", false, b'w'), ("cold", true, b'c')] {
                 let name = format!("fastio_{kind}_{}", touch.suffix());
                 g.bench_function(BenchmarkId::new(name, label), |b| {
@@ -294,6 +364,9 @@ fn stream(g: &mut BenchmarkGroup<'_, WallTime>, p: &mut Producer) {
 fn child(path: &str) {
     let warm = Context::attach(&std::env::var("WARM").unwrap()).unwrap();
     let cold = Context::attach(&std::env::var("COLD").unwrap()).unwrap();
+    let floor_fd: i32 = std::env::var("FLOOR_FD").unwrap().parse().unwrap();
+    let floor_len: usize = std::env::var("FLOOR_LEN").unwrap().parse().unwrap();
+    let floor = map(floor_fd, floor_len, false);
     let mut sock = connect(path);
     let mut buf: Vec<u8> = Vec::new();
     let mut sum = 0u64;
@@ -312,6 +385,38 @@ fn child(path: &str) {
                     if batch.cmd == b'S' {
                         sock.write_all(b"a").unwrap();
                     }
+                }
+                b'N' => {
+                    // A fresh buffer (large ones come from mmap: fresh
+                    // pages, faulted in as the socket fills them).
+                    let mut fresh = vec![0u8; batch.size];
+                    sock.read_exact(&mut fresh).unwrap();
+                    sum = sum.wrapping_add(batch.touch.consume(&fresh));
+                    drop(fresh);
+                    sock.write_all(b"a").unwrap();
+                }
+                b'F' => {
+                    let mut go = [0u8; 1];
+                    sock.read_exact(&mut go).unwrap();
+                    assert!(batch.size <= floor_len);
+                    // SAFETY: inside the mapping; the producer wrote it
+                    // before its message and writes again only after our
+                    // acknowledgement.
+                    let bytes = unsafe { std::slice::from_raw_parts(floor, batch.size) };
+                    sum = sum.wrapping_add(batch.touch.consume(bytes));
+                    // SAFETY: no reference into the range lives past here
+                    // (`bytes` is not used again); the punch makes the
+                    // range read as zeros.
+                    let r = unsafe {
+                        libc::fallocate(
+                            floor_fd,
+                            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                            0,
+                            batch.size as libc::off_t,
+                        )
+                    };
+                    assert_eq!(r, 0, "punch");
+                    sock.write_all(b"a").unwrap();
                 }
                 b'w' | b'x' | b'c' | b'W' => {
                     let ctx = if batch.cmd == b'c' { &cold } else { &warm };
@@ -361,13 +466,17 @@ fn main() {
             .sum::<u64>();
     let warm = context(2 * max + rings, true);
     let cold = context(2 * max, false);
+    let floor = Floor::new(max as usize);
     let consumer = Consumer::start(&[
         ("WARM", warm.handle_for_children().unwrap()),
         ("COLD", cold.handle_for_children().unwrap()),
+        ("FLOOR_FD", floor.fd.to_string()),
+        ("FLOOR_LEN", floor.len.to_string()),
     ]);
     let mut p = Producer {
         warm,
         cold,
+        floor,
         consumer,
         rings: HashMap::new(),
     };
