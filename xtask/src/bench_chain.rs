@@ -721,7 +721,7 @@ fn recorders(tools: &Tools, out: &mut String) -> Result<(), String> {
     let _ = writeln!(
         out,
         "\nA lossy recorder beside the unpaced chain at 64 KiB (Rust operators; {RUNS} runs of \
-         {FRAMES} frames, `fastio record` (SCHED_IDLE, polling while frames flow) on for {:.1} s \
+         {FRAMES} frames, `fastio record` (SCHED_IDLE; once behind, a frame every 10 ms) on for {:.1} s \
          and off for {:.1} s in turns; the source's median rate over 1,000-frame blocks with it \
          against without it, in the same run):\n  x{lossy:.3} (goal >= 0.95, never slows the \
          source: {}); the runs: {runs}; {info}",
