@@ -501,12 +501,7 @@ impl Segment {
             && len.is_multiple_of(HUGE_PAGE)
             && len > 0
         {
-            let p = self.ptr(offset, len)?;
-            let n = usize::try_from(len).map_err(|_| Error::InvalidSize("range exceeds memory"))?;
-            // SAFETY: the range lies inside this handle's read-write
-            // mapping (checked above), which stays mapped while `self`
-            // lives; populating changes no content.
-            return unsafe { sys::populate_write(p.as_ptr().cast(), n) }.map_err(|e| {
+            return self.populate(offset, len)?.map_err(|e| {
                 // A fault that would raise SIGBUS: no memory for the range.
                 if e.raw_os_error() == Some(rustix::io::Errno::FAULT.raw_os_error()) {
                     Error::NoSpace {
@@ -530,12 +525,19 @@ impl Segment {
     /// Kernels before 5.14 refuse it (an error the caller may ignore).
     pub fn populate_range(&self, offset: Offset, len: u64) -> Result<()> {
         self.check_writable_range(offset, len)?;
+        self.populate(offset, len)?
+            .map_err(Error::sys("madvise(MADV_POPULATE_WRITE)"))
+    }
+
+    /// `MADV_POPULATE_WRITE` of a range the caller checked is writable:
+    /// the outer error is the range's, the inner the system call's.
+    fn populate(&self, offset: Offset, len: u64) -> Result<std::io::Result<()>> {
         let p = self.ptr(offset, len)?;
         let len = usize::try_from(len).map_err(|_| Error::InvalidSize("range exceeds memory"))?;
         // SAFETY: the range lies inside this handle's read-write mapping
-        // (checked above), which stays mapped while `self` lives.
-        unsafe { sys::populate_write(p.as_ptr().cast(), len) }
-            .map_err(Error::sys("madvise(MADV_POPULATE_WRITE)"))
+        // (the callers checked), which stays mapped while `self` lives;
+        // populating changes no content.
+        Ok(unsafe { sys::populate_write(p.as_ptr().cast(), len) })
     }
 
     /// Returns the backing store of `[offset, offset + len)` to the system
