@@ -3,26 +3,30 @@
     python read_edge.py ENDPOINT PIPELINE [--run RUN] [--count N] [--timeout S]
 
 connects to a host of the run (``tcp/10.0.0.1:7447``) as a Zenoh peer,
-subscribes to every entry that crosses hosts (``fastio/<pipeline>/<run>/entry/**``),
+subscribes to every entry that crosses hosts (``fastio/<pipeline>/<run>/entry/**``:
+one key ``entry/<from>/<to>`` per pair of hosts, the header naming the entry),
 puts each entry's pieces together, and prints one line per entry:
 
     entry <key> <element type> <shape> <bytes> <checksum>
 
 The header of each piece is the sample's attachment (docs/hosts.md):
 
-    0   4   magic b"FIOX"
-    4   1   version (1)
-    5   1   kind: 0 array, 1 string, 2 scalar
-    6   1   number of dimensions n
-    7   1   0
-    8   16  element type name, ASCII, NUL-padded ("float32", ...)
-    24  8   total bytes of the entry
-    32  8   offset of this piece's bytes
-    40  8   transfer id
-    48  8n  the shape
+    0     4   magic b"FIOX"
+    4     1   version (2)
+    5     1   kind: 0 array, 1 string, 2 scalar
+    6     1   number of dimensions n
+    7     1   length k of the entry's key
+    8     16  element type name, ASCII, NUL-padded ("float32", ...)
+    24    8   total bytes of the entry
+    32    8   offset of this piece's bytes
+    40    8   transfer id
+    48    8n  the shape
+    48+8n k   the entry's key, "<operator>/<output>"
 
-The first piece of a sending is its announcement (offset 0): with all the
-bytes of a one-piece entry, or none, the bytes then following in order. ``numpy.frombuffer(data, dtype=element).reshape(shape)``
+A sending starts at offset 0: with the entry's first bytes (an entry of up
+to 1 MiB), or with none (an announcement of a larger one); the bytes then
+follow in order. An entry read by two hosts is sent to each (two keys): it
+is printed once. ``numpy.frombuffer(data, dtype=element).reshape(shape)``
 turns an entry into an array (bfloat16 aside, the names are numpy's).
 """
 
@@ -50,12 +54,13 @@ def checksum(data: bytes) -> str:
 
 
 def parse_header(att: bytes):
-    magic, version, kind, ndim, zero, name, total, offset, transfer = HEADER.unpack_from(att)
-    if magic != b"FIOX" or version != 1 or zero != 0 or len(att) != 48 + 8 * ndim:
+    magic, version, kind, ndim, keylen, name, total, offset, transfer = HEADER.unpack_from(att)
+    if magic != b"FIOX" or version != 2 or keylen == 0 or len(att) != 48 + 8 * ndim + keylen:
         raise ValueError(f"not a fastio header: {att[:8]!r}")
     shape = list(struct.unpack_from(f"<{ndim}Q", att, 48))
     element = name.rstrip(b"\0").decode("ascii")
-    return kind, element, shape, total, offset, transfer
+    entry = att[48 + 8 * ndim :].decode("ascii")
+    return entry, kind, element, shape, total, offset, transfer
 
 
 def main() -> int:
@@ -77,6 +82,7 @@ def main() -> int:
     print(f"subscribed {key}", flush=True)
 
     partial = {}
+    printed = set()
     done = 0
     deadline = time.monotonic() + args.timeout
     while done < args.count and time.monotonic() < deadline:
@@ -84,22 +90,26 @@ def main() -> int:
         if sample is None:
             time.sleep(0.005)
             continue
-        kind, element, shape, total, offset, transfer = parse_header(
+        entry, kind, element, shape, total, offset, transfer = parse_header(
             sample.attachment.to_bytes()
         )
-        entry = str(sample.key_expr).split("/entry/", 1)[1]
+        # One sending per pair of hosts: its key and the entry.
+        sending = (str(sample.key_expr), entry)
         payload = sample.payload.to_bytes()
         if offset == 0:
-            partial[entry] = (transfer, bytearray(total), 0)  # the announcement
-        if entry not in partial or partial[entry][0] != transfer:
+            partial[sending] = (transfer, bytearray(total), 0)  # a sending starts
+        if sending not in partial or partial[sending][0] != transfer:
             continue
-        _, buf, got = partial[entry]
+        _, buf, got = partial[sending]
         buf[offset : offset + len(payload)] = payload
         got += len(payload)
-        partial[entry] = (transfer, buf, got)
+        partial[sending] = (transfer, buf, got)
         if got == total:
+            del partial[sending]
+            if (entry, transfer) in printed:
+                continue  # the same sending, to another host
+            printed.add((entry, transfer))
             print(f"entry {entry} {element} {shape} {total} {checksum(bytes(buf))}", flush=True)
-            del partial[entry]
             done += 1
     session.close()
     return 0 if done >= args.count else 1

@@ -9,12 +9,12 @@
 //! ```text
 //! intruder --connect ENDPOINT [--ca F] [--cert F --key F]
 //!          --prefix fastio/<pipeline>/<run> --as HOST
-//!          [--entry OP/OUTPUT] [--stream OP/OUTPUT/TO] --seconds S
+//!          [--entry OP/OUTPUT/TO] [--stream OP/OUTPUT/TO] --seconds S
 //! ```
 //!
 //! Every 50 ms it says `ready`, `started` and `succeeded` as HOST, puts a
-//! whole forged entry (int32 `[4]`, every byte 0xEE) on
-//! `<prefix>/entry/OP/OUTPUT` and a forged frame (uint32 `[1, 64]`, every
+//! whole forged entry OP/OUTPUT (int32 `[4]`, every byte 0xEE) on
+//! `<prefix>/entry/HOST/TO` and a forged frame (uint32 `[1, 64]`, every
 //! byte 0xEE, sequence numbers from 0) on `<prefix>/stream/OP/OUTPUT/TO`,
 //! with a liveliness token `<prefix>/host/HOST` declared throughout.
 //! It prints `intruder: received N samples, M tokens: KEYS` at the end,
@@ -130,7 +130,16 @@ fn run() -> Result<(), String> {
         .wait()
         .map_err(|e| e.to_string())?;
     let status = format!("{prefix}/status/{host}");
+    // `--entry OP/OUTPUT/TO`: the entry, on the key of what HOST sends TO.
+    let entry = match &entry {
+        Some(e) => {
+            let (key, to) = e.rsplit_once('/').ok_or("--entry takes OP/OUTPUT/TO")?;
+            Some((key.to_owned(), format!("{prefix}/entry/{host}/{to}")))
+        }
+        None => None,
+    };
     let piece = ChunkHeader {
+        entry: entry.as_ref().map_or("x/y".into(), |(k, _)| k.clone()),
         kind: EntryKind::Array,
         element: Primitive::Int32,
         shape: vec![4],
@@ -147,13 +156,10 @@ fn run() -> Result<(), String> {
         ] {
             let _ = session.put(&status, line.encode()).wait();
         }
-        if let Some(e) = &entry {
+        if let Some((_, on)) = &entry {
             let _ = session
-                .put(
-                    format!("{prefix}/entry/{e}"),
-                    ZBytes::from(vec![0xEE_u8; 16]),
-                )
-                .attachment(ZBytes::from(piece.encode()))
+                .put(on, ZBytes::from(vec![0xEE_u8; 16]))
+                .attachment(ZBytes::from(piece.encode().unwrap_or_default()))
                 .wait();
         }
         if let Some(s) = &stream {

@@ -3,30 +3,33 @@
 //! `docs/hosts.md` so that a program without fastio (a plain Zenoh
 //! subscriber in Python, say) can read an edge.
 //!
-//! An entry is sent as pieces of at most [`CHUNK_BYTES`] bytes (Zenoh's
-//! default limit on one message is 1 GiB, and a piece also bounds what
-//! either side stages). The first piece of a sending is its announcement,
-//! at offset 0. An entry of one piece is announced with all its bytes. A
-//! larger one is announced with no bytes; each consuming host then makes
-//! room for it and says [`Status::Ready`], and the pieces with the bytes
-//! follow, in order, only when every reader has (making room for
-//! gigabytes takes seconds; no reader blocks Zenoh's receiving thread that
-//! long). Each
-//! piece is one Zenoh sample: its payload is the bytes, its attachment
-//! the [`ChunkHeader`] (little-endian):
+//! An entry is sent as pieces of [`PIECE_BYTES`] (the last has the rest;
+//! a piece and its header fit in one Zenoh batch), on one key per pair of
+//! hosts, `<run>/entry/<from>/<to>`: the header names the entry (one key
+//! for every entry a host sends another keeps Zenoh's work per message the
+//! same in a run of thousands of entries). An entry of at most
+//! [`EAGER_BYTES`] goes at once: its first piece (offset 0) starts the
+//! sending, and the reader allocates the entry when it arrives. A larger
+//! one is first announced by a piece with offset 0 and no bytes; each
+//! consuming host then makes room for it and says [`Status::Ready`], and
+//! the pieces follow, in order, only when every reader has (making room
+//! for gigabytes takes seconds; no reader blocks Zenoh's receiving thread
+//! that long). Each piece is one Zenoh sample: its payload is the bytes,
+//! its attachment the [`ChunkHeader`] (little-endian):
 //!
 //! | offset | size | field |
 //! |---|---|---|
 //! | 0 | 4 | magic `FIOX` |
-//! | 4 | 1 | version, 1 |
+//! | 4 | 1 | version, 2 |
 //! | 5 | 1 | kind: 0 array, 1 string, 2 scalar |
 //! | 6 | 1 | number of dimensions `n` (at most [`MAX_DIMS`]) |
-//! | 7 | 1 | 0 |
+//! | 7 | 1 | length `k` of the entry's key (1 to 255) |
 //! | 8 | 16 | element type name (`float32`, ...), ASCII, padded with NUL |
 //! | 24 | 8 | total bytes of the entry |
 //! | 32 | 8 | offset of this piece's bytes in the entry |
 //! | 40 | 8 | transfer id (one per sending of an entry) |
 //! | 48 | 8 × n | the shape |
+//! | 48 + 8n | k | the entry's key, `<operator>/<output>` (lower case, printable ASCII) |
 //!
 //! Every field is checked on decoding ([`ChunkHeader::decode`]): the bytes
 //! come from another machine.
@@ -36,14 +39,26 @@ use fastio::plan::EntryKind;
 
 /// The first bytes of every header.
 pub const MAGIC: [u8; 4] = *b"FIOX";
-/// The header version this crate writes and reads.
+/// The version of stream message headers this crate writes and reads.
 pub const VERSION: u8 = 1;
+/// The version of entry piece headers ([`ChunkHeader`]) this crate writes
+/// and reads (2: the entry's key in the header).
+pub const CHUNK_VERSION: u8 = 2;
+/// Longest entry key a piece's header carries.
+pub const MAX_KEY_BYTES: usize = 255;
 /// Bytes of the header before the shape.
 pub const FIXED_BYTES: usize = 48;
 /// Most dimensions an entry may have.
 pub const MAX_DIMS: usize = 32;
-/// Largest piece of an entry in one sample.
-pub const CHUNK_BYTES: usize = 1 << 20;
+/// Bytes of every piece of an entry but its last (which has the rest): a
+/// piece and its header fit in one Zenoh batch (at most 64 KiB), so Zenoh
+/// never cuts a piece into fragments nor puts one together again in a
+/// buffer of its own (the receiving host's memory stays the entry's).
+pub const PIECE_BYTES: usize = 63 * 1024;
+/// Largest entry sent without waiting for its readers to make room: its
+/// pieces follow its first at once, and the reader allocates it when the
+/// first arrives.
+pub const EAGER_BYTES: usize = 1 << 20;
 
 /// Why a header or status line was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -71,6 +86,9 @@ pub enum WireError {
 /// The header of one piece of an entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkHeader {
+    /// The entry's key (`<operator>/<output>`, lower case): 1 to
+    /// [`MAX_KEY_BYTES`] printable ASCII bytes.
+    pub entry: String,
     /// What the entry holds.
     pub kind: EntryKind,
     /// Its element type.
@@ -110,12 +128,22 @@ struct Header<'a> {
     code: u8,
     element: Primitive,
     shape: Vec<u64>,
+    /// The name after the shape (entry pieces), or empty.
+    name: &'a str,
 }
 
 impl<'a> Header<'a> {
-    /// Checks length, magic, version, dimensions, the reserved byte and
-    /// the element name of a header of `fixed` bytes before its shape.
-    fn read(b: &'a [u8], magic: [u8; 4], fixed: usize) -> Result<Header<'a>, WireError> {
+    /// Checks length, magic, version, dimensions, byte 7 and the element
+    /// name of a header of `fixed` bytes before its shape. `named`: byte 7
+    /// is the length of a name after the shape (1 to 255 printable ASCII
+    /// bytes); otherwise it is 0 and nothing follows the shape.
+    fn read(
+        b: &'a [u8],
+        magic: [u8; 4],
+        version: u8,
+        fixed: usize,
+        named: bool,
+    ) -> Result<Header<'a>, WireError> {
         if b.len() < fixed {
             return Err(WireError::Length {
                 got: b.len(),
@@ -126,7 +154,7 @@ impl<'a> Header<'a> {
         if got != magic {
             return Err(WireError::Magic(got));
         }
-        if b[4] != VERSION {
+        if b[4] != version {
             return Err(WireError::Version(b[4]));
         }
         let ndim = usize::from(b[6]);
@@ -135,19 +163,33 @@ impl<'a> Header<'a> {
                 "{ndim} dimensions; at most {MAX_DIMS}"
             )));
         }
-        let want = fixed + 8 * ndim;
+        let name_len = usize::from(b[7]);
+        if !named && name_len != 0 {
+            return Err(WireError::Field(format!("reserved byte {}", b[7])));
+        }
+        if named && name_len == 0 {
+            return Err(WireError::Field("an entry key of 0 bytes".into()));
+        }
+        let at = fixed + 8 * ndim;
+        let want = at + name_len;
         if b.len() != want {
             return Err(WireError::Length { got: b.len(), want });
         }
-        if b[7] != 0 {
-            return Err(WireError::Field(format!("reserved byte {}", b[7])));
+        let name_bytes = &b[at..];
+        if !name_bytes.iter().all(u8::is_ascii_graphic) {
+            return Err(WireError::Field(
+                "the entry key is not printable ASCII".into(),
+            ));
         }
+        let name = std::str::from_utf8(name_bytes)
+            .map_err(|_| WireError::Field("the entry key is not ASCII".into()))?;
         let element = read_name(&b[8..24])?;
         let mut h = Header {
             b,
             code: b[5],
             element,
             shape: Vec::new(),
+            name,
         };
         h.shape = (0..ndim).map(|i| h.word(fixed + 8 * i)).collect();
         Ok(h)
@@ -162,14 +204,19 @@ impl<'a> Header<'a> {
 }
 
 impl ChunkHeader {
-    /// The header's bytes.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(FIXED_BYTES + 8 * self.shape.len());
+    /// The header's bytes; `None` when the entry's key is empty or longer
+    /// than [`MAX_KEY_BYTES`] (no header can carry it).
+    pub fn encode(&self) -> Option<Vec<u8>> {
+        let key = self.entry.as_bytes();
+        if key.is_empty() || key.len() > MAX_KEY_BYTES {
+            return None;
+        }
+        let mut b = Vec::with_capacity(FIXED_BYTES + 8 * self.shape.len() + key.len());
         b.extend_from_slice(&MAGIC);
-        b.push(VERSION);
+        b.push(CHUNK_VERSION);
         b.push(kind_code(self.kind));
         b.push(self.shape.len() as u8);
-        b.push(0);
+        b.push(key.len() as u8);
         put_name(&mut b, self.element);
         b.extend_from_slice(&self.total.to_le_bytes());
         b.extend_from_slice(&self.offset.to_le_bytes());
@@ -177,14 +224,15 @@ impl ChunkHeader {
         for d in &self.shape {
             b.extend_from_slice(&d.to_le_bytes());
         }
-        b
+        b.extend_from_slice(key);
+        Some(b)
     }
 
     /// Reads and checks a header: magic, version, kind, element name,
-    /// dimensions, and that `total` is what the shape needs and `offset`
-    /// lies within it.
+    /// dimensions, the entry key, and that `total` is what the shape needs
+    /// and `offset` lies within it.
     pub fn decode(b: &[u8]) -> Result<ChunkHeader, WireError> {
-        let h = Header::read(b, MAGIC, FIXED_BYTES)?;
+        let h = Header::read(b, MAGIC, CHUNK_VERSION, FIXED_BYTES, true)?;
         let kind = match h.code {
             0 => EntryKind::Array,
             1 => EntryKind::String,
@@ -192,7 +240,7 @@ impl ChunkHeader {
             k => return Err(WireError::Field(format!("entry kind {k}"))),
         };
         let (total, offset, transfer) = (h.word(24), h.word(32), h.word(40));
-        let (element, shape) = (h.element, h.shape);
+        let (element, shape) = (h.element, h.shape.clone());
         let need = entry_bytes(element, &shape)
             .ok_or_else(|| WireError::Field(format!("shape {shape:?} overflows")))?;
         if total != need {
@@ -206,6 +254,7 @@ impl ChunkHeader {
             )));
         }
         Ok(ChunkHeader {
+            entry: h.name.to_owned(),
             kind,
             element,
             shape,
@@ -327,7 +376,7 @@ impl StreamMsg {
     /// dimensions (a frame's bytes must not overflow; an end or a poison
     /// has none and zero source fields).
     pub fn decode(b: &[u8]) -> Result<StreamMsg, WireError> {
-        let h = Header::read(b, STREAM_MAGIC, STREAM_FIXED_BYTES)?;
+        let h = Header::read(b, STREAM_MAGIC, VERSION, STREAM_FIXED_BYTES, false)?;
         let (a, src, ts) = (h.word(24), h.word(32), h.word(40));
         let (code, element, shape) = (h.code, h.element, h.shape);
         let ndim = shape.len();
@@ -389,8 +438,6 @@ pub enum Status {
     /// This host has room for an announced entry (its key) and waits for
     /// its bytes.
     Ready(String),
-    /// This host has received and published an entry (its key).
-    Received(String),
     /// This host's part is over: `None` when everything it ran succeeded,
     /// else its root cause (the typed failure as one line of JSON).
     Done(Option<String>),
@@ -408,7 +455,6 @@ impl Status {
             Status::Succeeded(op) => format!("succeeded {op}"),
             Status::Failed { op, why } => format!("failed {op} {}", one_line(why)),
             Status::Ready(key) => format!("ready {key}"),
-            Status::Received(key) => format!("received {key}"),
             Status::Done(None) => "done".into(),
             Status::Done(Some(why)) => format!("done-failed {}", one_line(why)),
         }
@@ -442,7 +488,6 @@ impl Status {
             "started" => Status::Started(word("started")?),
             "succeeded" => Status::Succeeded(word("succeeded")?),
             "ready" => Status::Ready(word("ready")?),
-            "received" => Status::Received(word("received")?),
             "failed" => {
                 let (op, why) = rest.split_once(' ').unwrap_or((rest, ""));
                 if op.is_empty() {
@@ -467,6 +512,7 @@ mod tests {
     #[test]
     fn headers_round_trip_and_bad_fields_are_refused() {
         let h = ChunkHeader {
+            entry: "crop/cropped".into(),
             kind: EntryKind::Array,
             element: Primitive::Float32,
             shape: vec![3, 4, 5],
@@ -474,9 +520,39 @@ mod tests {
             offset: 128,
             transfer: 77,
         };
-        let b = h.encode();
-        assert_eq!(b.len(), FIXED_BYTES + 24);
+        let b = h.encode().unwrap();
+        assert_eq!(b.len(), FIXED_BYTES + 24 + 12);
+        assert_eq!(b[7], 12);
         assert_eq!(ChunkHeader::decode(&b).unwrap(), h);
+        // The key: its length, its bytes, no more and no less.
+        let mut bad = b.clone();
+        bad[7] = 0;
+        assert!(ChunkHeader::decode(&bad).is_err(), "no key");
+        let mut bad = b.clone();
+        bad[7] = 13;
+        assert!(matches!(
+            ChunkHeader::decode(&bad),
+            Err(WireError::Length { .. })
+        ));
+        let mut bad = b.clone();
+        *bad.last_mut().unwrap() = b' ';
+        assert!(ChunkHeader::decode(&bad).is_err(), "a space in the key");
+        let mut bad = b.clone();
+        bad[4] = 1;
+        assert!(matches!(
+            ChunkHeader::decode(&bad),
+            Err(WireError::Version(1))
+        ));
+        let long = ChunkHeader {
+            entry: "x".repeat(MAX_KEY_BYTES + 1),
+            ..h.clone()
+        };
+        assert_eq!(long.encode(), None);
+        let empty = ChunkHeader {
+            entry: String::new(),
+            ..h.clone()
+        };
+        assert_eq!(empty.encode(), None);
         let mut bad = b.clone();
         bad[24] = 1; // total no longer the shape's
         assert!(matches!(
@@ -504,7 +580,7 @@ mod tests {
             shape: vec![u64::MAX / 2, 3],
             ..h
         };
-        assert!(ChunkHeader::decode(&huge.encode()).is_err());
+        assert!(ChunkHeader::decode(&huge.encode().unwrap()).is_err());
     }
 
     #[test]
@@ -541,6 +617,12 @@ mod tests {
         let mut bad = b.clone();
         bad[..4].copy_from_slice(&MAGIC); // an entry piece's header
         assert!(matches!(StreamMsg::decode(&bad), Err(WireError::Magic(_))));
+        let mut bad = b.clone();
+        bad[7] = 1;
+        assert!(
+            StreamMsg::decode(&bad).is_err(),
+            "byte 7 is 0 in a stream header"
+        );
         assert!(StreamMsg::decode(&b[..50]).is_err());
         let huge = StreamMsg::Frame {
             element: Primitive::Float64,
@@ -564,7 +646,6 @@ mod tests {
                 why: "exited with status 3".into(),
             },
             Status::Ready("crop/cropped".into()),
-            Status::Received("crop/cropped".into()),
             Status::Done(None),
             Status::Done(Some("{\"kind\":\"host-gone\",\"host\":\"gpu\"}".into())),
         ] {

@@ -2,7 +2,8 @@
 //! is checked against the plan before a byte of it is published, and a bad
 //! one fails the entry with a reason (never a panic, never a published
 //! half-entry). The sender here is a bare Zenoh session on loopback that
-//! joins the run as host `a` and puts forged pieces on the entry's key.
+//! joins the run as host `a` and puts forged pieces on the key of what `a`
+//! sends `b`.
 
 #![cfg(feature = "zenoh")]
 
@@ -11,13 +12,16 @@ use std::time::{Duration, Instant};
 use dtype::Primitive;
 use fastio::plan::EntryKind;
 use fastio::{Context, ContextOptions};
-use fastio_net::wire::ChunkHeader;
+use fastio_net::wire::{ChunkHeader, EAGER_BYTES, PIECE_BYTES};
 use fastio_net::{NetOptions, ZenohLink, run_prefix};
 use fastio_pipeline::{Definition, Failure, HostLink, LinkEvent};
 use zenoh::Wait;
 use zenoh::bytes::ZBytes;
 
-const YAML: &str = "api-version: 0.5.0
+/// The pipeline: `ping` on a makes `v` (uint8, `[n]`), `pong` on b reads it.
+fn yaml(n: usize) -> String {
+    format!(
+        "api-version: 0.5.0
 name: forged
 placement:
   default: a
@@ -25,18 +29,21 @@ placement:
     b: [pong]
 operators:
 - name: ping
-  container: {command: [none]}
+  container: {{command: [none]}}
   output:
-  - {name: v, type: array, element-type: uint8, shape: [4096]}
+  - {{name: v, type: array, element-type: uint8, shape: [{n}]}}
 - name: pong
-  container: {command: [none]}
+  container: {{command: [none]}}
   input:
-  - {from: ping, name: v, type: array, element-type: uint8, shape: [4096]}
-";
+  - {{from: ping, name: v, type: array, element-type: uint8, shape: [{n}]}}
+"
+    )
+}
 
 /// A piece's header (`.encode()` it for the attachment).
 fn header(element: Primitive, shape: &[u64], total: u64, offset: u64) -> ChunkHeader {
     ChunkHeader {
+        entry: "ping/v".into(),
         kind: EntryKind::Array,
         element,
         shape: shape.to_vec(),
@@ -54,13 +61,23 @@ fn piece(
     offset: u64,
     len: usize,
 ) -> (Vec<u8>, Vec<u8>) {
-    (header(element, shape, total, offset).encode(), vec![1; len])
+    (
+        header(element, shape, total, offset)
+            .encode()
+            .expect("header"),
+        vec![1; len],
+    )
 }
 
 /// Runs host b, sends `pieces` as host a, and returns b's first event
 /// and whether `ping/v` was published on b.
 fn receive(case: u16, pieces: Vec<(Vec<u8>, Vec<u8>)>) -> (LinkEvent, Option<Vec<u8>>) {
-    let def = Definition::parse("forged.yaml", YAML, &[]).expect("definition");
+    receive_n(case, 4096, pieces)
+}
+
+/// [`receive`] with an entry of `n` bytes.
+fn receive_n(case: u16, n: usize, pieces: Vec<(Vec<u8>, Vec<u8>)>) -> (LinkEvent, Option<Vec<u8>>) {
+    let def = Definition::parse("forged.yaml", &yaml(n), &[]).expect("definition");
     let pipeline = &def.pipeline;
     let run_id = format!("forged{case}");
     let port = 20000 + (std::process::id() % 20000) as u16 + case;
@@ -78,7 +95,7 @@ fn receive(case: u16, pieces: Vec<(Vec<u8>, Vec<u8>)>) -> (LinkEvent, Option<Vec
         .wait()
         .expect("token");
     let publisher = session
-        .declare_publisher(format!("{prefix}/entry/ping/v"))
+        .declare_publisher(format!("{prefix}/entry/a/b"))
         .wait()
         .expect("publisher");
     // Host b: ours.
@@ -118,7 +135,11 @@ fn receive(case: u16, pieces: Vec<(Vec<u8>, Vec<u8>)>) -> (LinkEvent, Option<Vec
 }
 
 fn failed_with(case: u16, pieces: Vec<(Vec<u8>, Vec<u8>)>, why: &str) {
-    let (event, published) = receive(case, pieces);
+    failed_with_n(case, 4096, pieces, why)
+}
+
+fn failed_with_n(case: u16, n: usize, pieces: Vec<(Vec<u8>, Vec<u8>)>, why: &str) {
+    let (event, published) = receive_n(case, n, pieces);
     match event {
         LinkEvent::RemoteFailed {
             op,
@@ -147,7 +168,9 @@ fn a_whole_entry_in_one_message_is_published_as_sent() {
     let (event, published) = receive(
         0,
         vec![(
-            header(Primitive::UInt8, &[4096], 4096, 0).encode(),
+            header(Primitive::UInt8, &[4096], 4096, 0)
+                .encode()
+                .expect("header"),
             bytes.clone(),
         )],
     );
@@ -196,17 +219,19 @@ fn a_piece_without_a_header_fails_the_entry() {
 
 #[test]
 fn a_header_of_something_else_fails_the_entry() {
-    let mut h = header(Primitive::UInt8, &[4096], 4096, 0).encode();
+    let mut h = header(Primitive::UInt8, &[4096], 4096, 0)
+        .encode()
+        .expect("header");
     h[0] = b'X';
     failed_with(8, vec![(h, vec![1; 4096])], "a piece with a bad header: ");
 }
 
 #[test]
-fn a_first_piece_that_is_neither_announcement_nor_whole_fails_the_entry() {
+fn a_first_piece_that_is_neither_announcement_nor_a_full_piece_fails_the_entry() {
     failed_with(
         4,
         vec![piece(Primitive::UInt8, &[4096], 4096, 0, 100)],
-        "starts with its announcement",
+        "or its first 4096, not 100 bytes at 0",
     );
 }
 
@@ -243,5 +268,83 @@ fn a_piece_without_its_announcement_fails_the_entry() {
         9,
         vec![piece(Primitive::UInt8, &[4096], 4096, 1024, 1024)],
         "a piece at byte 1024 arrived before its entry was announced",
+    );
+}
+
+#[test]
+fn a_piece_of_an_entry_the_host_does_not_send_fails_what_it_does() {
+    // `pong/v` is made on b, not sent by a: the piece cannot be placed,
+    // and what a sends b (ping/v) can no longer be trusted to arrive.
+    let h = ChunkHeader {
+        entry: "pong/v".into(),
+        ..header(Primitive::UInt8, &[4096], 4096, 0)
+    };
+    failed_with(
+        10,
+        vec![(h.encode().expect("header"), vec![1; 4096])],
+        "a piece of entry \"pong/v\", which host a does not send here",
+    );
+}
+
+/// An entry of `n` bytes (`n` ≤ EAGER_BYTES) cut into pieces as a sender
+/// does: every piece but the last of PIECE_BYTES, sent at once.
+fn eager_pieces(bytes: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let n = bytes.len() as u64;
+    bytes
+        .chunks(PIECE_BYTES)
+        .enumerate()
+        .map(|(k, c)| {
+            let h = header(Primitive::UInt8, &[n], n, (k * PIECE_BYTES) as u64);
+            (h.encode().expect("header"), c.to_vec())
+        })
+        .collect()
+}
+
+#[test]
+fn an_entry_of_several_pieces_sent_at_once_is_published_as_sent() {
+    let n = 3 * PIECE_BYTES + 1000;
+    let bytes: Vec<u8> = (0..n).map(|i| (i * 13 % 253) as u8).collect();
+    let (event, published) = receive_n(11, n, eager_pieces(&bytes));
+    assert!(
+        matches!(event, LinkEvent::RemoteSucceeded { op: 0, bytes } if bytes == n as u64),
+        "{event:?}"
+    );
+    assert_eq!(published.as_deref(), Some(&bytes[..]));
+}
+
+#[test]
+fn a_piece_of_another_size_than_due_fails_the_entry() {
+    // The second piece is cut short: every piece but the last has
+    // PIECE_BYTES.
+    let n = 2 * PIECE_BYTES + 10;
+    let mut pieces = eager_pieces(&vec![5u8; n]);
+    pieces[1].1.truncate(PIECE_BYTES - 1);
+    let (event, published) = receive_n(12, n, pieces);
+    match event {
+        LinkEvent::RemoteFailed {
+            failure: Failure::Transfer { error, .. },
+            ..
+        } => assert!(
+            error.contains(&format!(
+                "a piece of {} bytes at byte {PIECE_BYTES}; {PIECE_BYTES} were due",
+                PIECE_BYTES - 1
+            )),
+            "{error}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert!(published.is_none(), "a bad sending was published");
+}
+
+#[test]
+fn a_large_entry_sent_without_waiting_for_room_fails() {
+    // Above EAGER_BYTES an entry must be announced first.
+    let n = EAGER_BYTES + 1;
+    let h = header(Primitive::UInt8, &[n as u64], n as u64, 0);
+    failed_with_n(
+        13,
+        n,
+        vec![(h.encode().expect("header"), vec![1; PIECE_BYTES])],
+        "came without waiting for room",
     );
 }

@@ -403,7 +403,7 @@ fn peers_without_the_right_certificate_cannot_join_and_the_host_says_why() {
                 "--prefix",
                 "fastio/trusted/run",
                 "--entry",
-                "src/v",
+                "src/v/gpu",
                 "--stream",
                 "src/v/gpu",
             ];
@@ -465,7 +465,7 @@ fn a_valid_certificate_cannot_take_another_hosts_part_and_strangers_read_nothing
     let (ns, ng) = (net(0, "scanner"), net(1, "gpu"));
     let scanner = hosts.start(0, &ns);
     let gpu = hosts.start(1, &ng);
-    let forge = ["--prefix", "fastio/trusted/run", "--entry", "src/v"];
+    let forge = ["--prefix", "fastio/trusted/run", "--entry", "src/v/gpu"];
     let mut intruders = Vec::new();
     for (j, cred) in [
         Credentials::HostOf("gpu"),

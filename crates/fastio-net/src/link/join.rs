@@ -52,11 +52,18 @@ impl ZenohLink {
             // Streams: their publishers, subscribers and workers.
             self.declare_streams(&session, ctx, &publisher)?;
         }
-        for c in p.placement.crossings(&p.plan) {
-            if c.from == inner.here && !streaming {
-                let key = &p.plan.entries[c.entry].key;
-                let entry = publisher(format!("{prefix}/entry/{key}"))?;
-                self.entry_pubs.insert(c.entry, entry);
+        // One publisher for each host that reads an entry made here.
+        if !streaming {
+            let readers: BTreeSet<usize> = inner
+                .crossings
+                .iter()
+                .filter(|c| c.from == inner.here)
+                .flat_map(|c| c.to.iter().copied())
+                .collect();
+            for h in readers {
+                let to = &p.placement.hosts[h];
+                let entry = publisher(format!("{prefix}/entry/{here_name}/{to}"))?;
+                self.entry_pubs.insert(h, entry);
             }
         }
         // 2. Subscribers: every host's status, and each entry read here
@@ -80,64 +87,48 @@ impl ZenohLink {
             .wait()
             .map_err(|e| NetError::Zenoh(e.to_string()))?;
         self.subscribers.push(sub);
-        for c in p.placement.crossings(&p.plan) {
-            if !c.to.contains(&inner.here) || streaming {
-                continue;
-            }
-            let (tx, rx) = bounded::<(ChunkHeader, ZBytes)>(1);
-            let import = Arc::new(Import {
-                inner: inner.clone(),
-                ctx: ctx.clone(),
-                entry: c.entry,
-                from: p.placement.hosts[c.from].clone(),
-                status: self.status.clone(),
-                stop: self.stop.clone(),
-                begun: AtomicBool::new(false),
-                receiving: Mutex::new(None),
-            });
-            let here_import = import.clone();
+        // One subscriber for every entry sent to this host: the header
+        // names the entry, the key the sending host (Zenoh matches each
+        // sample against every subscriber and key it knows: one key per
+        // entry would cost a run of many entries on every sample).
+        let imports: HashMap<String, Arc<Import>> = inner
+            .crossings
+            .iter()
+            .filter(|c| c.to.contains(&inner.here) && !streaming)
+            .map(|c| {
+                let key = p.plan.entries[c.entry].key.clone();
+                let import = Arc::new(Import {
+                    inner: inner.clone(),
+                    ctx: ctx.clone(),
+                    entry: c.entry,
+                    from: p.placement.hosts[c.from].clone(),
+                    status: self.status.clone(),
+                    stop: self.stop.clone(),
+                    begun: AtomicBool::new(false),
+                    receiving: Mutex::new(None),
+                });
+                (key, import)
+            })
+            .collect();
+        if !imports.is_empty() {
+            let under = format!("{prefix}/entry/");
+            let to_here = format!("/{here_name}");
             let sub = session
-                .declare_subscriber(format!("{prefix}/entry/{}", p.plan.entries[c.entry].key))
+                .declare_subscriber(format!("{prefix}/entry/*/{here_name}"))
                 .callback(move |s: Sample| {
-                    let header = s
-                        .attachment()
-                        .ok_or_else(|| NetError::Protocol("a piece without its header".into()))
-                        .and_then(|a| {
-                            ChunkHeader::decode(&a.to_bytes())
-                                .map_err(|e| NetError::Protocol(e.to_string()))
-                        });
-                    let h = match header {
-                        Ok(h) => h,
-                        // Whatever it was, the entry cannot be trusted
-                        // to arrive whole: fail it rather than wait.
-                        Err(why) => {
-                            here_import.fail(&NetError::Protocol(format!(
-                                "a piece with a bad header: {why}"
-                            )));
-                            return;
-                        }
+                    let Some(from) = s
+                        .key_expr()
+                        .as_str()
+                        .strip_prefix(&under)
+                        .and_then(|k| k.strip_suffix(&to_here))
+                    else {
+                        return;
                     };
-                    let payload = s.payload();
-                    // A sending of one message is received here, at once;
-                    // a larger one is announced to the importer's thread,
-                    // which makes room, and its pieces are placed here.
-                    let whole = h.offset == 0 && payload.len() as u64 == h.total;
-                    if whole && !here_import.begun.swap(true, Ordering::AcqRel) {
-                        if let Err(why) = here_import.whole(&h, payload) {
-                            here_import.fail(&why);
-                        }
-                    } else if h.offset == 0 && !here_import.begun.swap(true, Ordering::AcqRel) {
-                        // An announcement: the importer's thread makes room.
-                        let _ = tx.send((h, payload.clone()));
-                    } else if let Err(why) = here_import.piece(&h, payload) {
-                        here_import.fail(&why);
-                    }
+                    on_entry_sample(&imports, from, &s);
                 })
                 .wait()
                 .map_err(|e| NetError::Zenoh(e.to_string()))?;
             self.subscribers.push(sub);
-            let worker = Importer { import, rx };
-            self.workers.push(std::thread::spawn(move || worker.run()));
         }
         // 3. Liveliness: hosts and operators (with what is there already).
         let watch: [(&str, TokenHandler); 2] =

@@ -54,6 +54,10 @@ pub(crate) struct Inner {
     /// Signalled when a host says it is ready for an entry, or is gone.
     pub(super) changed: Condvar,
     pub(crate) events: Sender<LinkEvent>,
+    /// The placement's crossings, made once (the plan does not change).
+    pub(crate) crossings: Vec<fastio_pipeline::Crossing>,
+    /// Operator index by lower-case name (status lines name operators).
+    pub(super) op_by_name: std::collections::HashMap<String, usize>,
 }
 
 impl Inner {
@@ -61,11 +65,66 @@ impl Inner {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// What [`Inner::new`] fills in: everything but the state.
+    pub(super) fn new(
+        pipeline: &Pipeline,
+        here: usize,
+        prefix: String,
+        events: Sender<LinkEvent>,
+    ) -> Inner {
+        Inner {
+            crossings: pipeline.placement.crossings(&pipeline.plan),
+            op_by_name: pipeline
+                .operators
+                .iter()
+                .enumerate()
+                .rev() // the first of names equal but for case wins
+                .map(|(i, o)| (o.name.to_ascii_lowercase(), i))
+                .collect(),
+            pipeline: pipeline.clone(),
+            here,
+            prefix,
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+            events,
+        }
+    }
+
     pub(super) fn op_index(&self, name: &str) -> Option<usize> {
-        self.pipeline
-            .operators
-            .iter()
-            .position(|o| o.name.eq_ignore_ascii_case(name))
+        self.op_by_name.get(&name.to_ascii_lowercase()).copied()
+    }
+
+    /// A sending of entry `entry` began here: its producer succeeded
+    /// (entries are sent only then), whether or not its status line comes
+    /// (see [`Inner::every_host_reads_from`]). Should its host vanish
+    /// now, what is lost is the entry, not a running operator.
+    pub(super) fn producer_succeeded(&self, entry: usize) {
+        let op = self.pipeline.plan.entries[entry].producer;
+        let mut st = self.lock();
+        st.succeeded.insert(op);
+        st.finished.insert(op);
+    }
+
+    /// Whether every other host reads an entry that operator `op` sends
+    /// from here (not streams: their frames say nothing of the end).
+    pub(super) fn every_host_reads_from(&self, op: usize) -> bool {
+        if self.pipeline.plan.streaming.is_some() {
+            return false;
+        }
+        let outputs = &self.pipeline.plan.operators[op].outputs;
+        (0..self.pipeline.placement.hosts.len())
+            .filter(|&h| h != self.here)
+            .all(|h| {
+                outputs.iter().any(|(_, e)| {
+                    self.crossing(*e)
+                        .is_some_and(|c| c.from == self.here && c.to.contains(&h))
+                })
+            })
+    }
+
+    /// The crossing of entry `entry`, if it crosses.
+    pub(crate) fn crossing(&self, entry: usize) -> Option<&fastio_pipeline::Crossing> {
+        self.crossings.iter().find(|c| c.entry == entry)
     }
 
     /// Entries of operator `op` that an operator of this host reads.
@@ -84,11 +143,15 @@ impl Inner {
             .collect()
     }
 
-    /// Tells the driver that remote `op` is done once every entry of it read
-    /// here has arrived (or, when it has none, once it said it succeeded).
-    pub(super) fn maybe_ready(&self, st: &mut State, op: usize) {
+    /// What tells the driver that remote `op` is done, once every entry
+    /// of it read here has arrived (or, when it has none, once it said it
+    /// succeeded); the caller sends it (after unlocking the state, where
+    /// it can: the driver's thread wakes to it and should not find the
+    /// lock held).
+    #[must_use]
+    pub(super) fn maybe_ready(&self, st: &mut State, op: usize) -> Option<LinkEvent> {
         if st.reported.contains(&op) {
-            return;
+            return None;
         }
         let need = self.consumed_here(op);
         // An entry is only sent once its producer has succeeded: having
@@ -96,15 +159,20 @@ impl Inner {
         let said = st.succeeded.contains(&op) || !need.is_empty();
         if said && need.iter().all(|e| st.imported.contains_key(e)) {
             st.reported.insert(op);
+            // Its entries came: it succeeded, whether or not its status
+            // line is sent (see `ZenohLink::operator_finished`).
+            st.succeeded.insert(op);
+            st.finished.insert(op);
             let bytes = need.iter().filter_map(|e| st.imported.get(e)).sum();
-            let _ = self.events.send(LinkEvent::RemoteSucceeded { op, bytes });
+            return Some(LinkEvent::RemoteSucceeded { op, bytes });
         }
+        None
     }
 
     pub(super) fn on_status(&self, host: &str, status: Status) {
         let mut st = self.lock();
         match status {
-            Status::Started(_) | Status::Received(_) => {}
+            Status::Started(_) => {}
             Status::Ready(key) => {
                 if let Some(e) = self.pipeline.plan.entries.iter().position(|e| e.key == key) {
                     st.ready.entry(e).or_default().insert(host.to_owned());
@@ -115,7 +183,9 @@ impl Inner {
                 if let Some(op) = self.op_index(&name) {
                     st.succeeded.insert(op);
                     st.finished.insert(op);
-                    self.maybe_ready(&mut st, op);
+                    if let Some(event) = self.maybe_ready(&mut st, op) {
+                        let _ = self.events.send(event);
+                    }
                 }
             }
             Status::Failed { op: name, why } => {
@@ -209,7 +279,7 @@ impl Inner {
         if let Some(i) = running {
             return Some(Lost::Running { operator: name(i) });
         }
-        let due = p.placement.crossings(&p.plan).into_iter().find(|c| {
+        let due = self.crossings.iter().find(|c| {
             p.placement.hosts[c.from] == host
                 && c.to.contains(&self.here)
                 && !st.imported.contains_key(&c.entry)

@@ -7,7 +7,7 @@
 //! | `<run>/host/<host>` | liveliness token of each host's driver |
 //! | `<run>/op/<host>/<operator>` | liveliness token of each running operator |
 //! | `<run>/status/<host>` | the host's [`Status`] lines |
-//! | `<run>/entry/<operator>/<output>` | the pieces of an entry ([`ChunkHeader`]) |
+//! | `<run>/entry/<from>/<to>` | the pieces of the entries host `from` sends host `to` ([`ChunkHeader`] names the entry) |
 //! | `<run>/stream/<operator>/<output>/<host>` | the frames of a stream for one consuming host ([`StreamMsg`], `streams.rs`) |
 //! | `<run>/credit/<operator>/<output>/<host>` | frames that host has placed in its stream (u64, little-endian) |
 //!
@@ -17,7 +17,7 @@
 //! order, so a host whose token is seen has its subscribers declared: no
 //! piece is sent before its reader exists.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -38,7 +38,9 @@ use zenoh::session::Session;
 
 use crate::error::NetError;
 use crate::streams::{Bridge, Credit, Forwarder, Incoming};
-use crate::wire::{CHUNK_BYTES, ChunkHeader, Status, StreamMsg, decode_credit, entry_bytes};
+use crate::wire::{
+    ChunkHeader, EAGER_BYTES, PIECE_BYTES, Status, StreamMsg, decode_credit, entry_bytes,
+};
 
 mod host_link;
 mod join;
@@ -71,6 +73,8 @@ pub struct ZenohLink {
     events: Receiver<LinkEvent>,
     session: Option<Session>,
     status: Option<Arc<Publisher<'static>>>,
+    /// The entries sent from here, one publisher per consuming host (by
+    /// host index).
     entry_pubs: BTreeMap<usize, Arc<Publisher<'static>>>,
     subscribers: Vec<Subscriber<()>>,
     host_token: Option<LivelinessToken>,
@@ -113,14 +117,12 @@ impl ZenohLink {
         watch_refusals();
         let (tx, rx) = unbounded();
         Ok(ZenohLink {
-            inner: Arc::new(Inner {
-                pipeline: pipeline.clone(),
+            inner: Arc::new(Inner::new(
+                pipeline,
                 here,
-                prefix: run_prefix(&pipeline.name, &opts.run_id),
-                state: Mutex::new(State::default()),
-                changed: Condvar::new(),
-                events: tx,
-            }),
+                run_prefix(&pipeline.name, &opts.run_id),
+                tx,
+            )),
             opts,
             events: rx,
             session: None,

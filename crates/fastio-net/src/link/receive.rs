@@ -31,6 +31,46 @@ pub(super) struct Receiving {
 }
 
 impl Import {
+    /// One piece of this entry (in Zenoh's callback). The first piece of
+    /// a sending (offset 0) starts it: an announcement (no bytes, a large
+    /// entry) has a thread make room ([`Importer`]); the first bytes of an
+    /// entry of at most [`EAGER_BYTES`] have it allocated here and now.
+    /// Every later piece is placed here, straight into the allocation.
+    pub(super) fn on_piece(self: &Arc<Self>, h: ChunkHeader, payload: &ZBytes) {
+        if h.offset == 0 && !self.begun.swap(true, Ordering::AcqRel) {
+            self.inner.producer_succeeded(self.entry);
+            if payload.is_empty() && h.total > 0 {
+                Importer::start(self.clone(), h, payload.clone());
+            } else if let Err(why) = self.eager(h, payload) {
+                self.fail(&why);
+            }
+        } else if let Err(why) = self.piece(&h, payload) {
+            self.fail(&why);
+        }
+    }
+
+    /// The first piece of an entry sent at once: allocates the entry,
+    /// places the piece, and publishes the entry when that was all of it.
+    fn eager(&self, first: ChunkHeader, payload: &ZBytes) -> Result<(), NetError> {
+        if first.total > EAGER_BYTES as u64 {
+            return Err(NetError::Protocol(format!(
+                "an entry of {} bytes came without waiting for room (at most {EAGER_BYTES} may)",
+                first.total
+            )));
+        }
+        let dims = self.announced(&first, payload)?;
+        let mut r = Receiving {
+            alloc: self.allocate(&dims)?,
+            first: first.clone(),
+            got: 0,
+        };
+        if Self::place(&mut r, &first, payload)? {
+            return self.publish(r.alloc, r.first.total);
+        }
+        *self.receiving.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+        Ok(())
+    }
+
     /// Tells the driver that the entry cannot arrive.
     pub(super) fn fail(&self, why: &NetError) {
         self.inner.cannot_receive(self.entry, &self.from, why);
@@ -44,10 +84,11 @@ impl Import {
         payload: &ZBytes,
     ) -> Result<Vec<usize>, NetError> {
         let e = &self.inner.pipeline.plan.entries[self.entry];
-        // The announcement: offset 0, and no bytes, or all of them.
-        if first.offset != 0 || !(payload.is_empty() || payload.len() as u64 == first.total) {
+        // Offset 0, and no bytes (an announcement) or the first piece.
+        let due = first.total.min(PIECE_BYTES as u64);
+        if first.offset != 0 || !(payload.is_empty() || payload.len() as u64 == due) {
             return Err(NetError::Protocol(format!(
-                "a sending starts with its announcement (offset 0, no bytes or all), not {} bytes at {}",
+                "a sending starts at byte 0 with no bytes (an announcement) or its first {due}, not {} bytes at {}",
                 payload.len(),
                 first.offset
             )));
@@ -90,42 +131,28 @@ impl Import {
             .map_err(|x| NetError::Protocol(x.to_string()))
     }
 
-    /// Publishes the received entry and tells the driver and the sender.
+    /// Publishes the received entry and tells the driver.
     pub(super) fn publish(&self, alloc: fastio::Allocation, total: u64) -> Result<(), NetError> {
         let e = &self.inner.pipeline.plan.entries[self.entry];
         alloc
             .publish_and_release(&e.key)
             .map_err(|x| NetError::Protocol(x.to_string()))?;
-        {
+        let event = {
             let mut st = self.inner.lock();
             st.imported.insert(self.entry, total);
-            self.inner.maybe_ready(&mut st, e.producer);
-        }
-        if let Some(p) = &self.status {
-            let _ = p.put(Status::Received(e.key.clone()).encode()).wait();
+            self.inner.maybe_ready(&mut st, e.producer)
+        };
+        if let Some(event) = event {
+            let _ = self.inner.events.send(event);
         }
         Ok(())
     }
 
-    /// A sending that came whole in one message, received in Zenoh's
-    /// callback (no hand-over to another thread: the bytes are at most
-    /// [`CHUNK_BYTES`], one copy into the allocation).
-    pub(super) fn whole(&self, header: &ChunkHeader, payload: &ZBytes) -> Result<(), NetError> {
-        let dims = self.announced(header, payload)?;
-        let mut alloc = self.allocate(&dims)?;
-        {
-            let mut map = alloc
-                .map_mut()
-                .map_err(|x| NetError::Protocol(x.to_string()))?;
-            copy_piece(&mut map, header, payload)?;
-        }
-        self.publish(alloc, header.total)
-    }
-
-    /// A piece after the announcement, received in Zenoh's callback
-    /// straight into the allocation the importer's thread made (no
-    /// hand-over, no piece waiting in memory). The last one publishes the
-    /// entry; a bad one drops the allocation unpublished.
+    /// A piece after the first of a sending, received in Zenoh's
+    /// callback straight into the allocation (made by the importer's
+    /// thread, or on the first piece: no hand-over, no piece waiting in
+    /// memory). The last one publishes the entry; a bad one drops the
+    /// allocation unpublished.
     pub(super) fn piece(&self, h: &ChunkHeader, bytes: &ZBytes) -> Result<(), NetError> {
         let mut slot = self.receiving.lock().unwrap_or_else(|p| p.into_inner());
         let placed = match slot.as_mut() {
@@ -169,12 +196,56 @@ impl Import {
                 h.offset, r.got
             )));
         }
+        // Every piece but the last has PIECE_BYTES.
+        let due = (h.total - h.offset).min(PIECE_BYTES as u64);
+        if bytes.len() as u64 != due {
+            return Err(NetError::Protocol(format!(
+                "a piece of {} bytes at byte {}; {due} were due",
+                bytes.len(),
+                h.offset
+            )));
+        }
         let mut map = r
             .alloc
             .map_mut()
             .map_err(|x| NetError::Protocol(x.to_string()))?;
         r.got = copy_piece(&mut map, h, bytes)?;
         Ok(r.got == r.first.total)
+    }
+}
+
+/// A sample on `<run>/entry/<from>/<this host>` (in Zenoh's callback):
+/// the piece goes to the entry its header names. A piece that cannot be
+/// placed so (no header, a header that does not read, an entry `from`
+/// does not send here) means that what `from` sends here cannot be
+/// trusted to arrive whole: the first entry still due from `from` fails
+/// with the reason rather than wait (under mutual TLS only `from` itself
+/// can put on its key).
+pub(super) fn on_entry_sample(imports: &HashMap<String, Arc<Import>>, from: &str, s: &Sample) {
+    let header = s
+        .attachment()
+        .ok_or_else(|| NetError::Protocol("a piece without its header".into()))
+        .and_then(|a| {
+            ChunkHeader::decode(&a.to_bytes())
+                .map_err(|e| NetError::Protocol(format!("a piece with a bad header: {e}")))
+        });
+    let why = match header {
+        Ok(h) => match imports.get(&h.entry).filter(|i| i.from == from) {
+            Some(import) => return import.on_piece(h, s.payload()),
+            None => NetError::Protocol(format!(
+                "a piece of entry {:?}, which host {from} does not send here",
+                h.entry
+            )),
+        },
+        Err(why) => why,
+    };
+    let due = imports
+        .values()
+        .filter(|i| i.from == from)
+        .filter(|i| !i.inner.lock().imported.contains_key(&i.entry))
+        .min_by_key(|i| i.entry);
+    if let Some(import) = due {
+        import.fail(&why);
     }
 }
 
@@ -194,53 +265,58 @@ pub(super) fn copy_piece(map: &mut [u8], h: &ChunkHeader, bytes: &ZBytes) -> Res
     Ok(at as u64)
 }
 
-/// Makes room, in a thread of its own, for an entry that comes as
-/// several pieces (committing a large allocation takes a while, and
-/// Zenoh's receiving thread must not wait for it), then says it is ready;
-/// the pieces are placed in Zenoh's callback ([`Import::piece`]).
+/// Makes room, in a thread of its own started for the announcement of
+/// an entry that comes as several pieces (committing a large allocation
+/// takes a while, and Zenoh's receiving thread must not wait for it),
+/// then says it is ready; the pieces are placed in Zenoh's callback
+/// ([`Import::piece`]). No thread waits for entries that have not been
+/// announced: a run of many entries costs no idle threads.
 pub(super) struct Importer {
     pub(super) import: Arc<Import>,
-    pub(super) rx: Receiver<(ChunkHeader, ZBytes)>,
+    /// The announcement.
+    pub(super) first: ChunkHeader,
+    pub(super) payload: ZBytes,
 }
 
 impl Importer {
-    pub(super) fn run(self) {
+    /// Starts making room for an announced entry; a thread that cannot
+    /// start fails the entry.
+    pub(super) fn start(import: Arc<Import>, first: ChunkHeader, payload: ZBytes) {
+        let failed = import.clone();
+        let importer = Importer {
+            import,
+            first,
+            payload,
+        };
+        let started = std::thread::Builder::new()
+            .name("fastio-net room".into())
+            .spawn(move || importer.run());
+        if let Err(e) = started {
+            failed.fail(&NetError::Protocol(format!(
+                "cannot start a thread to make room for the entry: {e}"
+            )));
+        }
+    }
+
+    fn run(self) {
         if let Err(why) = self.receive() {
             self.import.fail(&why);
         }
     }
 
-    /// The announcement; `None` when the run stops or the sending host is
-    /// gone first.
-    pub(super) fn next(&self) -> Option<(ChunkHeader, ZBytes)> {
-        loop {
-            match self.rx.recv_timeout(Duration::from_millis(100)) {
-                Ok(piece) => return Some(piece),
-                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return None,
-                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {
-                    if self.import.stop.load(Ordering::Relaxed)
-                        || self.import.inner.host_gone(&self.import.from)
-                    {
-                        return None;
-                    }
-                }
-            }
-        }
-    }
-
-    pub(super) fn receive(&self) -> Result<(), NetError> {
+    fn receive(&self) -> Result<(), NetError> {
         let imp = &self.import;
         let e = &imp.inner.pipeline.plan.entries[imp.entry];
-        let Some((first, payload)) = self.next() else {
+        if imp.stop.load(Ordering::Relaxed) || imp.inner.host_gone(&imp.from) {
             return Ok(());
-        };
-        let dims = imp.announced(&first, &payload)?;
+        }
+        let dims = imp.announced(&self.first, &self.payload)?;
         // Room is made (the context commits the allocation when it is
         // created): the bytes may come.
         let alloc = imp.allocate(&dims)?;
         *imp.receiving.lock().unwrap_or_else(|p| p.into_inner()) = Some(Receiving {
             alloc,
-            first,
+            first: self.first.clone(),
             got: 0,
         });
         if let Some(p) = &imp.status {

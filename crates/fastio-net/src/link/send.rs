@@ -20,14 +20,26 @@ impl AsRef<[u8]> for Piece {
 
 impl ZenohLink {
     pub(super) fn export(&mut self, ctx: &Context, entry: usize) {
-        let Some(publisher) = self.entry_pubs.get(&entry).cloned() else {
+        // The publisher of each host that reads it.
+        let publishers: Vec<Arc<Publisher<'static>>> = self
+            .inner
+            .crossing(entry)
+            .filter(|c| c.from == self.inner.here)
+            .map(|c| {
+                c.to.iter()
+                    .filter_map(|h| self.entry_pubs.get(h).cloned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        if publishers.is_empty() {
             return;
-        };
-        // One piece goes at once, from here; more may wait for readers to
-        // make room, in a thread of their own.
-        let one_piece = ctx
+        }
+        // An entry of at most EAGER_BYTES goes at once, from here; a
+        // larger one waits for its readers to make room, in a thread of
+        // its own.
+        let at_once = ctx
             .get(&self.inner.pipeline.plan.entries[entry].key)
-            .is_ok_and(|a| a.size() <= CHUNK_BYTES as u64);
+            .is_ok_and(|a| a.size() <= EAGER_BYTES as u64);
         let inner = self.inner.clone();
         let ctx = ctx.clone();
         let status = self.status.clone();
@@ -35,15 +47,13 @@ impl ZenohLink {
         let send = move || {
             let plan = &inner.pipeline.plan;
             let e = &plan.entries[entry];
-            let result = send_entry(&ctx, &inner, entry, &publisher, &stop);
+            let result = send_entry(&ctx, &inner, entry, &publishers, &stop);
             if let Err(why) = result {
                 let p = &inner.pipeline.placement;
-                let to = p
-                    .crossings(plan)
-                    .into_iter()
-                    .filter(|c| c.entry == entry)
-                    .flat_map(|c| c.to.into_iter().map(|h| p.hosts[h].clone()))
-                    .collect();
+                let to = inner
+                    .crossing(entry)
+                    .map(|c| c.to.iter().map(|&h| p.hosts[h].clone()).collect())
+                    .unwrap_or_default();
                 let failure = Failure::Transfer {
                     entry: e.name.clone(),
                     from: p.hosts[inner.here].clone(),
@@ -61,7 +71,7 @@ impl ZenohLink {
                 let _ = inner.events.send(LinkEvent::Failed { failure });
             }
         };
-        if one_piece {
+        if at_once {
             send();
         } else {
             self.workers.push(std::thread::spawn(send));
@@ -69,26 +79,19 @@ impl ZenohLink {
     }
 }
 
-/// Sends the published entry `entry`: its announcement, then, once every
-/// consuming host is ready, its bytes as pieces of at most
-/// [`CHUNK_BYTES`].
+/// Sends the published entry `entry` to each consuming host (one
+/// publisher each) as pieces of [`PIECE_BYTES`]: at once when it has at
+/// most [`EAGER_BYTES`], else after its announcement, once every
+/// consuming host is ready.
 pub(super) fn send_entry(
     ctx: &Context,
     inner: &Inner,
     entry: usize,
-    publisher: &Publisher<'static>,
+    publishers: &[Arc<Publisher<'static>>],
     stop: &AtomicBool,
 ) -> Result<(), NetError> {
     let p = &inner.pipeline;
     let e = &p.plan.entries[entry];
-    let readers: Vec<String> = p
-        .placement
-        .crossings(&p.plan)
-        .into_iter()
-        .filter(|c| c.entry == entry)
-        .flat_map(|c| c.to)
-        .map(|h| p.placement.hosts[h].clone())
-        .collect();
     let map = Arc::new(
         ctx.map(&e.key)
             .map_err(|x| NetError::Protocol(x.to_string()))?,
@@ -109,6 +112,7 @@ pub(super) fn send_entry(
         .map_or(0, |d| d.as_nanos() as u64)
         ^ (u64::from(std::process::id()) << 32);
     let header = |offset: usize| ChunkHeader {
+        entry: e.key.clone(),
         kind: e.kind,
         element: e.element,
         shape: shape.clone(),
@@ -123,54 +127,77 @@ pub(super) fn send_entry(
             end,
         }))
     };
-    if total <= CHUNK_BYTES {
-        // One piece: the announcement carries the bytes (making room for
-        // them takes a moment).
-        return publisher
-            .put(piece(0, total))
-            .attachment(header(0).encode())
-            .wait()
-            .map_err(|x| NetError::Protocol(x.to_string()));
+    if total > EAGER_BYTES {
+        put_each(publishers, ZBytes::new, &header(0))?;
+        wait_for_room(inner, entry, stop)?;
     }
-    publisher
-        .put(ZBytes::new())
-        .attachment(header(0).encode())
-        .wait()
-        .map_err(|x| NetError::Protocol(x.to_string()))?;
-    // A larger entry waits until every reader has made room, so that no
-    // reader blocks Zenoh's receiving thread for long.
-    {
-        let mut st = inner.lock();
-        loop {
-            if let Some(gone) = readers.iter().find(|h| st.lost.contains(*h)) {
-                return Err(NetError::Protocol(format!("host {gone} went away")));
-            }
-            let ready = st.ready.get(&entry);
-            if readers.iter().all(|h| ready.is_some_and(|r| r.contains(h))) {
-                break;
-            }
-            if stop.load(Ordering::Relaxed) {
-                return Err(NetError::Protocol("the run stopped".into()));
-            }
-            st = inner
-                .changed
-                .wait_timeout(st, Duration::from_millis(50))
-                .unwrap_or_else(|p| p.into_inner())
-                .0;
-        }
-    }
+    // Every piece but the last has PIECE_BYTES; an empty entry is one
+    // empty piece.
     let mut offset = 0usize;
-    while offset < total {
+    loop {
+        let end = (offset + PIECE_BYTES).min(total);
+        put_each(publishers, || piece(offset, end), &header(offset))?;
+        offset = end;
+        if offset >= total {
+            return Ok(());
+        }
         if stop.load(Ordering::Relaxed) {
             return Err(NetError::Protocol("the run stopped".into()));
         }
-        let end = (offset + CHUNK_BYTES).min(total);
+    }
+}
+
+/// Waits until every reader of announced entry `entry` has made room for
+/// it, so that no reader blocks Zenoh's receiving thread for long.
+fn wait_for_room(inner: &Inner, entry: usize, stop: &AtomicBool) -> Result<(), NetError> {
+    let hosts = &inner.pipeline.placement.hosts;
+    let readers: Vec<&String> = inner
+        .crossing(entry)
+        .map(|c| c.to.iter().map(|&h| &hosts[h]).collect())
+        .unwrap_or_default();
+    let mut st = inner.lock();
+    loop {
+        if let Some(gone) = readers.iter().find(|h| st.lost.contains(**h)) {
+            return Err(NetError::Protocol(format!("host {gone} went away")));
+        }
+        let ready = st.ready.get(&entry);
+        if readers
+            .iter()
+            .all(|h| ready.is_some_and(|r| r.contains(*h)))
+        {
+            return Ok(());
+        }
+        if stop.load(Ordering::Relaxed) {
+            return Err(NetError::Protocol("the run stopped".into()));
+        }
+        st = inner
+            .changed
+            .wait_timeout(st, Duration::from_millis(50))
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+}
+
+/// Puts one piece (`payload` makes it: a lent view of the entry, no copy)
+/// with its header on each host's publisher.
+fn put_each(
+    publishers: &[Arc<Publisher<'static>>],
+    payload: impl Fn() -> ZBytes,
+    header: &ChunkHeader,
+) -> Result<(), NetError> {
+    let attachment = header.encode().ok_or_else(|| {
+        NetError::Protocol(format!(
+            "entry key {:?} is longer than a header carries ({} bytes)",
+            header.entry,
+            crate::wire::MAX_KEY_BYTES
+        ))
+    })?;
+    for publisher in publishers {
         publisher
-            .put(piece(offset, end))
-            .attachment(header(offset).encode())
+            .put(payload())
+            .attachment(attachment.clone())
             .wait()
             .map_err(|x| NetError::Protocol(x.to_string()))?;
-        offset = end;
     }
     Ok(())
 }

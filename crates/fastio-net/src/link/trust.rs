@@ -143,9 +143,9 @@ impl TlsFiles {
 /// nothing is sent to a peer whose certificate names no host of the run.
 ///
 /// What host `h` owns: `<run>/host/h`, `<run>/op/h/**` (liveliness),
-/// `<run>/status/h`, `<run>/entry/<key>` and `<run>/stream/<key>/**` of
-/// every entry produced on `h`, and `<run>/credit/<key>/h` of every stream
-/// read on `h`.
+/// `<run>/status/h`, `<run>/entry/h/*` (the entries `h` sends each
+/// host), `<run>/stream/<key>/**` of every stream produced on `h`, and
+/// `<run>/credit/<key>/h` of every stream read on `h`.
 pub fn access_control(pipeline: &Pipeline, prefix: &str) -> String {
     let p = pipeline;
     let hosts = &p.placement.hosts;
@@ -163,11 +163,11 @@ pub fn access_control(pipeline: &Pipeline, prefix: &str) -> String {
             format!("{prefix}/host/{h}"),
             format!("{prefix}/op/{h}/**"),
             format!("{prefix}/status/{h}"),
+            format!("{prefix}/entry/{h}/*"),
         ];
         for c in p.placement.crossings(&p.plan) {
             let key = &p.plan.entries[c.entry].key;
             if c.from == i {
-                owned.push(format!("{prefix}/entry/{key}"));
                 owned.push(format!("{prefix}/stream/{key}/**"));
             }
             if c.to.contains(&i) {
