@@ -216,6 +216,10 @@ pub(crate) struct Bridge {
     /// Set when more arrived than the credit allows.
     pub(crate) overrun: Arc<AtomicBool>,
     pub(crate) credit: Arc<Publisher<'static>>,
+    /// Frames placed between credit messages: half the window (at least
+    /// one), so the link carries half as many credit messages as frames
+    /// while the forwarder still always has frames in flight.
+    pub(crate) credit_every: u64,
     pub(crate) stop: Arc<AtomicBool>,
 }
 
@@ -238,6 +242,7 @@ impl Bridge {
     fn bridge(&mut self) -> Result<Ended, NetError> {
         let element = self.inner.pipeline.plan.entries[self.entry].element;
         let mut placed = 0u64;
+        let mut credited = 0u64;
         let mut last: Option<u64> = None;
         loop {
             if self.overrun.load(Ordering::Relaxed) {
@@ -278,8 +283,15 @@ impl Bridge {
                         return Ok(Ended::Stopped);
                     }
                     placed += 1;
-                    // Lost with the run or the host, if it is not sent.
-                    let _ = self.credit.put(encode_credit(placed).to_vec()).wait();
+                    // Credit every `credit_every` frames: while the
+                    // forwarder waits (window frames not credited), at
+                    // least window - credit_every + 1 >= 1 of them are
+                    // still to be placed here, and placing them sends it.
+                    if placed - credited >= self.credit_every {
+                        credited = placed;
+                        // Lost with the run or the host, if it is not sent.
+                        let _ = self.credit.put(encode_credit(placed).to_vec()).wait();
+                    }
                 }
                 StreamMsg::End { .. } => {
                     self.producer

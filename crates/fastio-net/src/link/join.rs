@@ -344,6 +344,7 @@ impl ZenohLink {
                     rx,
                     overrun,
                     credit: publisher(format!("{prefix}/credit/{}/{here_name}", e.key))?,
+                    credit_every: window.div_ceil(2).max(1),
                     stop: self.stop.clone(),
                 };
                 self.pending.push(Box::new(move || bridge.run()));

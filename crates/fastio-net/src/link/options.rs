@@ -4,6 +4,15 @@
 use super::trust::TlsFiles;
 use super::*;
 
+/// Zenoh's receive buffers per link (`transport/link/rx/buffer_size`):
+/// 64 batches of at most 64 KiB. Zenoh's default (one batch) keeps a
+/// pool of one buffer: while a received batch is still referenced (a
+/// frame waiting for its bridge, the first fragments of a larger message)
+/// every further batch is read into a buffer allocated, zeroed and freed
+/// for it alone. A buffer of the pool is touched only once that many are
+/// in use at a time.
+pub(super) const RX_BUFFER_BYTES: usize = 64 * 65_535;
+
 /// A JSON string's text (`None` for `null` or anything else).
 fn serde_text(json: &str) -> Option<String> {
     let t = json.trim();
@@ -219,6 +228,7 @@ impl NetOptions {
             // batches while earlier ones are written (`cargo xtask bench
             // hosts`; about 1 MiB more memory a link).
             set("transport/link/tx/queue/size/data", "16".into())?;
+            set("transport/link/rx/buffer_size", RX_BUFFER_BYTES.to_string())?;
         }
         // Over TLS without a file, only the endpoints given: Zenoh's
         // default would listen on plain TCP too.
