@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
+use crossbeam_channel::{Receiver, RecvTimeoutError, TrySendError};
 use dtype::Primitive;
 use fastio::{Error as FioError, Frame, StreamConsumer, StreamProducer};
 use fastio_pipeline::{Failure, LinkEvent};
@@ -196,6 +196,7 @@ impl Forwarder {
 }
 
 /// How a bridge ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ended {
     /// The producer ended or poisoned the stream, and so did the bridge.
     AsSent,
@@ -204,28 +205,139 @@ enum Ended {
     Stopped,
 }
 
+/// What placing one message came to.
+enum Handled {
+    /// Placed (a frame), or nothing to do.
+    Placed,
+    /// No slot was free and the caller may not wait: the message, back.
+    NoSlot(Incoming),
+    /// The bridge ended.
+    Ended(Ended),
+}
+
 /// Places the frames of one stream, sent by the producing host, in the
-/// local stream.
+/// local stream. A frame is placed in Zenoh's callback when a slot is
+/// free and nothing is waiting before it (no hand-over to another thread,
+/// and Zenoh's receive buffer goes back at once); otherwise it is handed
+/// to the bridge's thread, which waits for the slot. Zenoh's receiving
+/// thread never waits: the callback only tries the lock the thread holds
+/// while it waits, and at most the window's frames (plus the end) are
+/// ever handed over.
 pub(crate) struct Bridge {
+    pub(crate) placer: Mutex<Placer>,
+    /// Messages handed to the thread and not yet handled (lowered under
+    /// `placer`'s lock once handled: the callback, holding the lock,
+    /// places a frame itself only when it is 0).
+    queued: std::sync::atomic::AtomicUsize,
+    tx: crossbeam_channel::Sender<Incoming>,
+    rx: Receiver<Incoming>,
+    /// Set when more arrived than the credit allows.
+    overrun: AtomicBool,
+}
+
+/// The bridge's side of the local stream, behind its lock.
+pub(crate) struct Placer {
     pub(crate) inner: Arc<Inner>,
     pub(crate) entry: usize,
     /// The producing host.
     pub(crate) from: String,
     pub(crate) producer: StreamProducer,
-    pub(crate) rx: Receiver<Incoming>,
-    /// Set when more arrived than the credit allows.
-    pub(crate) overrun: Arc<AtomicBool>,
     pub(crate) credit: Arc<Publisher<'static>>,
     /// Frames placed between credit messages: half the window (at least
     /// one), so the link carries half as many credit messages as frames
     /// while the forwarder still always has frames in flight.
     pub(crate) credit_every: u64,
     pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) placed: u64,
+    pub(crate) credited: u64,
+    pub(crate) last: Option<u64>,
+    /// Set once the bridge ended: nothing more is placed.
+    pub(crate) ended: bool,
 }
 
 impl Bridge {
-    pub(crate) fn run(mut self) {
-        match self.bridge() {
+    /// A bridge for `placer`, with room for `window` frames (plus the
+    /// end) handed to its thread.
+    pub(crate) fn new(placer: Placer, window: u64) -> Bridge {
+        let (tx, rx) = crossbeam_channel::bounded::<Incoming>(window as usize + 2);
+        Bridge {
+            placer: Mutex::new(placer),
+            queued: std::sync::atomic::AtomicUsize::new(0),
+            tx,
+            rx,
+            overrun: AtomicBool::new(false),
+        }
+    }
+
+    /// A message arrived (in Zenoh's callback): placed here when it can
+    /// be at once, else handed to the thread ([`Bridge::run`]).
+    pub(crate) fn arrived(&self, item: Incoming) {
+        let item = match self.placer.try_lock() {
+            Ok(mut p) if self.queued.load(Ordering::Acquire) == 0 => {
+                if p.ended {
+                    return;
+                }
+                match p.handle(item, false) {
+                    Ok(Handled::Placed) => return,
+                    Ok(Handled::Ended(how)) => return p.end(Ok(how)),
+                    Err(why) => return p.end(Err(why)),
+                    Ok(Handled::NoSlot(item)) => item,
+                }
+            }
+            _ => item,
+        };
+        self.queued.fetch_add(1, Ordering::AcqRel);
+        if let Err(TrySendError::Full(_)) = self.tx.try_send(item) {
+            self.queued.fetch_sub(1, Ordering::AcqRel);
+            self.overrun.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The bridge's thread: places what was handed to it, waiting for
+    /// slots; ends the local stream when the run stops or the producing
+    /// host is gone.
+    pub(crate) fn run(&self) {
+        loop {
+            let got = self.rx.recv_timeout(POLL);
+            let mut p = self.placer.lock().unwrap_or_else(|e| e.into_inner());
+            if p.ended {
+                return;
+            }
+            if self.overrun.load(Ordering::Relaxed) {
+                return p.end(Err(NetError::Protocol(
+                    "more frames arrived than the credit allows".into(),
+                )));
+            }
+            let handled = match got {
+                Ok(item) => {
+                    let h = p.handle(item, true);
+                    self.queued.fetch_sub(1, Ordering::AcqRel);
+                    h
+                }
+                Err(RecvTimeoutError::Timeout) if !p.give_up() => continue,
+                Err(_) => Ok(Handled::Ended(Ended::Stopped)),
+            };
+            match handled {
+                Ok(Handled::Placed) => {}
+                // (Not returned when the caller may wait.)
+                Ok(Handled::NoSlot(_)) => return p.end(Ok(Ended::Stopped)),
+                Ok(Handled::Ended(how)) => return p.end(Ok(how)),
+                Err(why) => return p.end(Err(why)),
+            }
+        }
+    }
+}
+
+impl Placer {
+    fn give_up(&self) -> bool {
+        self.stop.load(Ordering::Relaxed) || self.inner.host_gone(&self.from)
+    }
+
+    /// The bridge ends: a stop poisons the local stream, a failure too,
+    /// and tells the driver why.
+    fn end(&mut self, how: Result<Ended, NetError>) {
+        self.ended = true;
+        match how {
             Ok(Ended::AsSent) => {}
             Ok(Ended::Stopped) => self.producer.poison(),
             Err(why) => {
@@ -235,115 +347,99 @@ impl Bridge {
         }
     }
 
-    fn give_up(&self) -> bool {
-        self.stop.load(Ordering::Relaxed) || self.inner.host_gone(&self.from)
-    }
-
-    fn bridge(&mut self) -> Result<Ended, NetError> {
+    /// Handles one message: a frame is placed (waiting for a slot when
+    /// `may_wait`; otherwise given back when none is free, nothing
+    /// changed), an end or poison ends the bridge.
+    fn handle(&mut self, item: Incoming, may_wait: bool) -> Result<Handled, NetError> {
         let element = self.inner.pipeline.plan.entries[self.entry].element;
-        let mut placed = 0u64;
-        let mut credited = 0u64;
-        let mut last: Option<u64> = None;
-        loop {
-            if self.overrun.load(Ordering::Relaxed) {
-                return Err(NetError::Protocol(
-                    "more frames arrived than the credit allows".into(),
-                ));
-            }
-            let (msg, payload) = match self.rx.recv_timeout(POLL) {
-                Ok(m) => m?,
-                Err(RecvTimeoutError::Timeout) if !self.give_up() => continue,
-                Err(_) => return Ok(Ended::Stopped),
-            };
-            let sent_as = match &msg {
-                StreamMsg::Frame { element, .. }
-                | StreamMsg::End { element, .. }
-                | StreamMsg::Poisoned { element, .. } => *element,
-            };
-            if sent_as != element {
-                return Err(NetError::Protocol(format!(
-                    "frames of {sent_as} arrived; the plan says {element}"
-                )));
-            }
-            match msg {
-                StreamMsg::Frame {
-                    seq,
-                    source_seq,
-                    timestamp_ns,
-                    shape,
-                    ..
-                } => {
-                    if last.is_some_and(|l| seq <= l) {
-                        return Err(NetError::Protocol(format!(
-                            "frame {seq} arrived after frame {last:?}"
-                        )));
-                    }
-                    last = Some(seq);
-                    if !self.place(element, source_seq, timestamp_ns, &shape, &payload)? {
-                        return Ok(Ended::Stopped);
-                    }
-                    placed += 1;
-                    // Credit every `credit_every` frames: while the
-                    // forwarder waits (window frames not credited), at
-                    // least window - credit_every + 1 >= 1 of them are
-                    // still to be placed here, and placing them sends it.
-                    if placed - credited >= self.credit_every {
-                        credited = placed;
-                        // Lost with the run or the host, if it is not sent.
-                        let _ = self.credit.put(encode_credit(placed).to_vec()).wait();
-                    }
-                }
-                StreamMsg::End { .. } => {
-                    self.producer
-                        .end()
-                        .map_err(|e| NetError::Protocol(e.to_string()))?;
-                    self.inner.lock().imported.insert(self.entry, placed);
-                    return Ok(Ended::AsSent);
-                }
-                StreamMsg::Poisoned { .. } => {
-                    self.producer.poison();
-                    return Ok(Ended::AsSent);
-                }
-            }
-        }
-    }
-
-    /// Copies one frame into the next slot and publishes it; false when
-    /// the run stopped before a slot was free.
-    fn place(
-        &mut self,
-        element: Primitive,
-        source_seq: u64,
-        timestamp_ns: u64,
-        shape: &[u64],
-        payload: &ZBytes,
-    ) -> Result<bool, NetError> {
-        let want = entry_bytes(element, shape);
-        if want != Some(payload.len() as u64) {
+        let (msg, payload) = item?;
+        let sent_as = match &msg {
+            StreamMsg::Frame { element, .. }
+            | StreamMsg::End { element, .. }
+            | StreamMsg::Poisoned { element, .. } => *element,
+        };
+        if sent_as != element {
             return Err(NetError::Protocol(format!(
-                "a frame of shape {shape:?} came with {} bytes",
-                payload.len()
+                "frames of {sent_as} arrived; the plan says {element}"
             )));
         }
-        let dims: Vec<usize> = shape
-            .iter()
-            .map(|&d| {
-                usize::try_from(d)
-                    .map_err(|_| NetError::Protocol(format!("dimension {d} is too large")))
-            })
-            .collect::<Result<_, _>>()?;
+        match &msg {
+            StreamMsg::Frame {
+                seq,
+                source_seq,
+                timestamp_ns,
+                shape,
+                ..
+            } => {
+                let (seq, source_seq, timestamp_ns) = (*seq, *source_seq, *timestamp_ns);
+                if self.last.is_some_and(|l| seq <= l) {
+                    return Err(NetError::Protocol(format!(
+                        "frame {seq} arrived after frame {:?}",
+                        self.last
+                    )));
+                }
+                let dims = frame_dims(element, shape, &payload)?;
+                match self.slot(may_wait)? {
+                    Some(true) => {}
+                    Some(false) => return Ok(Handled::Ended(Ended::Stopped)),
+                    None => return Ok(Handled::NoSlot(Ok((msg, payload)))),
+                }
+                self.last = Some(seq);
+                self.place(&dims, source_seq, timestamp_ns, &payload)?;
+                self.placed += 1;
+                // Credit every `credit_every` frames: while the forwarder
+                // waits (window frames not credited), at least
+                // window - credit_every + 1 >= 1 of them are still to be
+                // placed here, and placing them sends it.
+                if self.placed - self.credited >= self.credit_every {
+                    self.credited = self.placed;
+                    // Lost with the run or the host, if it is not sent.
+                    let _ = self.credit.put(encode_credit(self.placed).to_vec()).wait();
+                }
+                Ok(Handled::Placed)
+            }
+            StreamMsg::End { .. } => {
+                self.producer
+                    .end()
+                    .map_err(|e| NetError::Protocol(e.to_string()))?;
+                self.inner.lock().imported.insert(self.entry, self.placed);
+                Ok(Handled::Ended(Ended::AsSent))
+            }
+            StreamMsg::Poisoned { .. } => {
+                self.producer.poison();
+                Ok(Handled::Ended(Ended::AsSent))
+            }
+        }
+    }
+
+    /// Takes the next slot: `Some(true)` taken, `Some(false)` the run
+    /// stopped (or the stream was poisoned) first, `None` none free now
+    /// and `may_wait` is false.
+    fn slot(&mut self, may_wait: bool) -> Result<Option<bool>, NetError> {
+        let timeout = if may_wait { POLL } else { Duration::ZERO };
         loop {
-            match self.producer.begin(Some(POLL)) {
-                Ok(()) => break,
+            match self.producer.begin(Some(timeout)) {
+                Ok(()) => return Ok(Some(true)),
+                Err(FioError::StreamTimeout { .. }) if !may_wait => return Ok(None),
                 Err(FioError::StreamTimeout { .. }) if !self.give_up() => {}
                 Err(FioError::StreamTimeout { .. } | FioError::StreamPoisoned { .. }) => {
-                    return Ok(false);
+                    return Ok(Some(false));
                 }
                 Err(e) => return Err(NetError::Protocol(e.to_string())),
             }
         }
+    }
+
+    /// Copies one frame into the slot taken and publishes it.
+    fn place(
+        &mut self,
+        dims: &[usize],
+        source_seq: u64,
+        timestamp_ns: u64,
+        payload: &ZBytes,
+    ) -> Result<(), NetError> {
         self.producer
-            .set_shape(&dims)
+            .set_shape(dims)
             .map_err(|e| NetError::Protocol(e.to_string()))?;
         self.producer
             .set_source(source_seq, timestamp_ns)
@@ -359,7 +455,23 @@ impl Bridge {
         }
         self.producer
             .publish()
-            .map_err(|e| NetError::Protocol(e.to_string()))?;
-        Ok(true)
+            .map_err(|e| NetError::Protocol(e.to_string()))
     }
+}
+
+/// A frame's dimensions, once its bytes are what its shape needs.
+fn frame_dims(element: Primitive, shape: &[u64], payload: &ZBytes) -> Result<Vec<usize>, NetError> {
+    let want = entry_bytes(element, shape);
+    if want != Some(payload.len() as u64) {
+        return Err(NetError::Protocol(format!(
+            "a frame of shape {shape:?} came with {} bytes",
+            payload.len()
+        )));
+    }
+    shape
+        .iter()
+        .map(|&d| {
+            usize::try_from(d).map_err(|_| NetError::Protocol(format!("dimension {d} is too large")))
+        })
+        .collect()
 }

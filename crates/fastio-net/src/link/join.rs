@@ -312,9 +312,23 @@ impl ZenohLink {
                         drop(ctx.stream_consumer(&e.key, k).map_err(fail)?);
                     }
                 }
-                let (tx, rx) = bounded::<Incoming>(window as usize + 2);
-                let overrun = Arc::new(AtomicBool::new(false));
-                let o2 = overrun.clone();
+                let bridge = Arc::new(Bridge::new(
+                    Placer {
+                        inner: inner.clone(),
+                        entry: c.entry,
+                        from: p.placement.hosts[c.from].clone(),
+                        producer,
+                        credit: publisher(format!("{prefix}/credit/{}/{here_name}", e.key))?,
+                        credit_every: window.div_ceil(2).max(1),
+                        stop: self.stop.clone(),
+                        placed: 0,
+                        credited: 0,
+                        last: None,
+                        ended: false,
+                    },
+                    window,
+                ));
+                let arrived = bridge.clone();
                 let sub = session
                     .declare_subscriber(format!("{prefix}/stream/{}/{here_name}", e.key))
                     .callback(move |s: Sample| {
@@ -327,26 +341,11 @@ impl ZenohLink {
                                 StreamMsg::decode(&a.to_bytes())
                                     .map_err(|x| NetError::Protocol(x.to_string()))
                             });
-                        let item = msg.map(|m| (m, s.payload().clone()));
-                        // Never waits: the credit bounds what is queued.
-                        if let Err(TrySendError::Full(_)) = tx.try_send(item) {
-                            o2.store(true, Ordering::Relaxed);
-                        }
+                        arrived.arrived(msg.map(|m| (m, s.payload().clone())));
                     })
                     .wait()
                     .map_err(|x| NetError::Zenoh(x.to_string()))?;
                 self.subscribers.push(sub);
-                let bridge = Bridge {
-                    inner: inner.clone(),
-                    entry: c.entry,
-                    from: p.placement.hosts[c.from].clone(),
-                    producer,
-                    rx,
-                    overrun,
-                    credit: publisher(format!("{prefix}/credit/{}/{here_name}", e.key))?,
-                    credit_every: window.div_ceil(2).max(1),
-                    stop: self.stop.clone(),
-                };
                 self.pending.push(Box::new(move || bridge.run()));
             }
         }

@@ -24,7 +24,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, Sender, TrySendError, bounded, unbounded};
+use crossbeam_channel::{Receiver, Sender, unbounded};
 use fastio::Context;
 use fastio::plan::EntryKind;
 use fastio_pipeline::{Ended, Failure, HostLink, LinkEvent, Lost, Pipeline, RootCause};
@@ -37,7 +37,7 @@ use zenoh::sample::{Sample, SampleKind};
 use zenoh::session::Session;
 
 use crate::error::NetError;
-use crate::streams::{Bridge, Credit, Forwarder, Incoming};
+use crate::streams::{Bridge, Credit, Forwarder, Placer};
 use crate::wire::{
     ChunkHeader, EAGER_BYTES, PIECE_BYTES, Status, StreamMsg, decode_credit, entry_bytes,
 };
