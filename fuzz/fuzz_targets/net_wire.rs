@@ -25,6 +25,11 @@ fuzz_target!(|data: &[u8]| {
         }
         assert_eq!(m.encode(), data);
     }
+    if let Ok(msgs) = StreamMsg::decode_all(data) {
+        // Several headers: each as one, all round-trip exactly.
+        assert!(!msgs.is_empty());
+        assert_eq!(StreamMsg::encode_all(&msgs), data);
+    }
     if let Ok(n) = decode_credit(data) {
         assert_eq!(encode_credit(n), data);
     }

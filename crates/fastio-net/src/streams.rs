@@ -51,9 +51,32 @@ use crate::wire::{StreamMsg, encode_credit, entry_bytes};
 /// and the other host's liveness again.
 const POLL: Duration = Duration::from_millis(100);
 
-/// What a message queued for a bridge is: a decoded header and its payload,
-/// or why the sample could not be read.
-pub(crate) type Incoming = Result<(StreamMsg, ZBytes), NetError>;
+/// What a message queued for a bridge is: its frames (or end, or poison)
+/// and their bytes, or why the sample could not be read.
+pub(crate) type Incoming = Result<Batch, NetError>;
+
+/// One stream message: one or more frames (their bytes one after another
+/// in the payload), or an end, or a poison; and how far placing it got.
+pub(crate) struct Batch {
+    msgs: Vec<StreamMsg>,
+    payload: ZBytes,
+    /// The first message not placed yet.
+    next: usize,
+    /// Where its bytes begin in the payload.
+    at: usize,
+}
+
+impl Batch {
+    /// A message as it arrived.
+    pub(crate) fn new(msgs: Vec<StreamMsg>, payload: ZBytes) -> Batch {
+        Batch {
+            msgs,
+            payload,
+            next: 0,
+            at: 0,
+        }
+    }
+}
 
 /// Frames a consuming host has placed in its stream, as it last said.
 #[derive(Default)]
@@ -71,6 +94,13 @@ impl Credit {
             *p = placed;
             self.changed.notify_all();
         }
+    }
+
+    /// How many more frames may go now: `window` less the `sent` frames
+    /// not placed.
+    fn room(&self, sent: u64, window: u64) -> u64 {
+        let p = self.placed.lock().unwrap_or_else(|e| e.into_inner());
+        window.saturating_sub(sent.saturating_sub(*p))
     }
 
     /// Waits until fewer than `window` of the `sent` frames are not placed;
@@ -136,10 +166,10 @@ impl Forwarder {
         self.stop.load(Ordering::Relaxed) || self.inner.host_gone(&self.to)
     }
 
-    fn send(&self, msg: &StreamMsg, payload: ZBytes) -> Result<(), NetError> {
+    fn send(&self, msgs: &[StreamMsg], payload: ZBytes) -> Result<(), NetError> {
         self.publisher
             .put(payload)
-            .attachment(msg.encode())
+            .attachment(StreamMsg::encode_all(msgs))
             .wait()
             .map_err(|e| NetError::Protocol(e.to_string()))
     }
@@ -164,26 +194,46 @@ impl Forwarder {
             }
             match self.consumer.next(Some(POLL)) {
                 Ok(Some(frame)) => {
-                    let msg = StreamMsg::Frame {
-                        element,
-                        seq: frame.seq(),
-                        source_seq: frame.source_seq(),
-                        timestamp_ns: frame.timestamp_ns(),
-                        shape: frame.shape().iter().map(|&d| d as u64).collect(),
-                    };
-                    self.send(&msg, ZBytes::from(bytes::Bytes::from_owner(Lent(frame))))?;
-                    sent += 1;
+                    // The frames already waiting go with it, as one
+                    // message, as far as the credit allows; none is
+                    // waited for (no frame waits for another).
+                    let room = self.credit.room(sent, self.window).max(1);
+                    let mut frames = vec![frame];
+                    while (frames.len() as u64) < room {
+                        match self.consumer.next(Some(Duration::ZERO)) {
+                            Ok(Some(f)) => frames.push(f),
+                            // The end, a poison, or nothing more now:
+                            // the next turn of the loop says which.
+                            _ => break,
+                        }
+                    }
+                    let msgs: Vec<StreamMsg> = frames
+                        .iter()
+                        .map(|f| StreamMsg::Frame {
+                            element,
+                            seq: f.seq(),
+                            source_seq: f.source_seq(),
+                            timestamp_ns: f.timestamp_ns(),
+                            shape: f.shape().iter().map(|&d| d as u64).collect(),
+                        })
+                        .collect();
+                    let mut payload = ZBytes::writer();
+                    for f in frames {
+                        payload.append(ZBytes::from(bytes::Bytes::from_owner(Lent(f))));
+                    }
+                    self.send(&msgs, payload.finish())?;
+                    sent += msgs.len() as u64;
                 }
                 Ok(None) => {
                     let frames = self.consumer.next_seq();
-                    return self.send(&StreamMsg::End { element, frames }, ZBytes::new());
+                    return self.send(&[StreamMsg::End { element, frames }], ZBytes::new());
                 }
                 Err(FioError::StreamPoisoned { from_frame, .. }) => {
                     let msg = StreamMsg::Poisoned {
                         element,
                         from: from_frame,
                     };
-                    return self.send(&msg, ZBytes::new());
+                    return self.send(&[msg], ZBytes::new());
                 }
                 Err(FioError::StreamTimeout { .. }) => {}
                 // Zenoh still has the frames sent last (under
@@ -347,69 +397,75 @@ impl Placer {
         }
     }
 
-    /// Handles one message: a frame is placed (waiting for a slot when
-    /// `may_wait`; otherwise given back when none is free, nothing
-    /// changed), an end or poison ends the bridge.
+    /// Handles one message: its frames are placed in order (waiting for
+    /// each slot when `may_wait`; otherwise the message is given back,
+    /// from the first frame not placed, when no slot is free), an end or
+    /// poison ends the bridge.
     fn handle(&mut self, item: Incoming, may_wait: bool) -> Result<Handled, NetError> {
         let element = self.inner.pipeline.plan.entries[self.entry].element;
-        let (msg, payload) = item?;
-        let sent_as = match &msg {
-            StreamMsg::Frame { element, .. }
-            | StreamMsg::End { element, .. }
-            | StreamMsg::Poisoned { element, .. } => *element,
-        };
-        if sent_as != element {
-            return Err(NetError::Protocol(format!(
-                "frames of {sent_as} arrived; the plan says {element}"
-            )));
+        let mut batch = item?;
+        if batch.next == 0 {
+            check_batch(element, &batch)?;
         }
-        match &msg {
-            StreamMsg::Frame {
-                seq,
-                source_seq,
-                timestamp_ns,
-                shape,
-                ..
-            } => {
-                let (seq, source_seq, timestamp_ns) = (*seq, *source_seq, *timestamp_ns);
-                if self.last.is_some_and(|l| seq <= l) {
-                    return Err(NetError::Protocol(format!(
-                        "frame {seq} arrived after frame {:?}",
-                        self.last
-                    )));
+        while batch.next < batch.msgs.len() {
+            match &batch.msgs[batch.next] {
+                StreamMsg::Frame {
+                    seq,
+                    source_seq,
+                    timestamp_ns,
+                    shape,
+                    ..
+                } => {
+                    let (seq, source_seq, timestamp_ns) = (*seq, *source_seq, *timestamp_ns);
+                    if self.last.is_some_and(|l| seq <= l) {
+                        return Err(NetError::Protocol(format!(
+                            "frame {seq} arrived after frame {:?}",
+                            self.last
+                        )));
+                    }
+                    let dims = frame_dims(shape)?;
+                    let len = entry_bytes(element, shape).unwrap_or(0) as usize;
+                    match self.slot(may_wait)? {
+                        Some(true) => {}
+                        Some(false) => return Ok(Handled::Ended(Ended::Stopped)),
+                        None => return Ok(Handled::NoSlot(Ok(batch))),
+                    }
+                    self.last = Some(seq);
+                    self.place(
+                        &dims,
+                        source_seq,
+                        timestamp_ns,
+                        &batch.payload,
+                        batch.at,
+                        len,
+                    )?;
+                    batch.next += 1;
+                    batch.at += len;
+                    self.placed += 1;
+                    // Credit every `credit_every` frames: while the
+                    // forwarder waits (window frames not credited), at
+                    // least window - credit_every + 1 >= 1 of them are
+                    // still to be placed here, and placing them sends it.
+                    if self.placed - self.credited >= self.credit_every {
+                        self.credited = self.placed;
+                        // Lost with the run or the host, if it is not sent.
+                        let _ = self.credit.put(encode_credit(self.placed).to_vec()).wait();
+                    }
                 }
-                let dims = frame_dims(element, shape, &payload)?;
-                match self.slot(may_wait)? {
-                    Some(true) => {}
-                    Some(false) => return Ok(Handled::Ended(Ended::Stopped)),
-                    None => return Ok(Handled::NoSlot(Ok((msg, payload)))),
+                StreamMsg::End { .. } => {
+                    self.producer
+                        .end()
+                        .map_err(|e| NetError::Protocol(e.to_string()))?;
+                    self.inner.lock().imported.insert(self.entry, self.placed);
+                    return Ok(Handled::Ended(Ended::AsSent));
                 }
-                self.last = Some(seq);
-                self.place(&dims, source_seq, timestamp_ns, &payload)?;
-                self.placed += 1;
-                // Credit every `credit_every` frames: while the forwarder
-                // waits (window frames not credited), at least
-                // window - credit_every + 1 >= 1 of them are still to be
-                // placed here, and placing them sends it.
-                if self.placed - self.credited >= self.credit_every {
-                    self.credited = self.placed;
-                    // Lost with the run or the host, if it is not sent.
-                    let _ = self.credit.put(encode_credit(self.placed).to_vec()).wait();
+                StreamMsg::Poisoned { .. } => {
+                    self.producer.poison();
+                    return Ok(Handled::Ended(Ended::AsSent));
                 }
-                Ok(Handled::Placed)
-            }
-            StreamMsg::End { .. } => {
-                self.producer
-                    .end()
-                    .map_err(|e| NetError::Protocol(e.to_string()))?;
-                self.inner.lock().imported.insert(self.entry, self.placed);
-                Ok(Handled::Ended(Ended::AsSent))
-            }
-            StreamMsg::Poisoned { .. } => {
-                self.producer.poison();
-                Ok(Handled::Ended(Ended::AsSent))
             }
         }
+        Ok(Handled::Placed)
     }
 
     /// Takes the next slot: `Some(true)` taken, `Some(false)` the run
@@ -430,13 +486,16 @@ impl Placer {
         }
     }
 
-    /// Copies one frame into the slot taken and publishes it.
+    /// Copies one frame (`len` bytes of `payload` from `at`) into the
+    /// slot taken and publishes it.
     fn place(
         &mut self,
         dims: &[usize],
         source_seq: u64,
         timestamp_ns: u64,
         payload: &ZBytes,
+        at: usize,
+        len: usize,
     ) -> Result<(), NetError> {
         self.producer
             .set_shape(dims)
@@ -448,10 +507,20 @@ impl Placer {
             .producer
             .bytes_mut()
             .map_err(|e| NetError::Protocol(e.to_string()))?;
-        let mut at = 0usize;
+        // The frame's bytes may span several of the payload's slices.
+        let (mut skip, mut done) = (at, 0usize);
         for piece in payload.slices() {
-            slot[at..at + piece.len()].copy_from_slice(piece);
-            at += piece.len();
+            if done == len {
+                break;
+            }
+            if skip >= piece.len() {
+                skip -= piece.len();
+                continue;
+            }
+            let take = (piece.len() - skip).min(len - done);
+            slot[done..done + take].copy_from_slice(&piece[skip..skip + take]);
+            done += take;
+            skip = 0;
         }
         self.producer
             .publish()
@@ -459,19 +528,42 @@ impl Placer {
     }
 }
 
-/// A frame's dimensions, once its bytes are what its shape needs.
-fn frame_dims(element: Primitive, shape: &[u64], payload: &ZBytes) -> Result<Vec<usize>, NetError> {
-    let want = entry_bytes(element, shape);
-    if want != Some(payload.len() as u64) {
+/// Checks a message before any of it is placed: every header of the
+/// stream's element type, and the payload exactly the frames' bytes.
+fn check_batch(element: Primitive, batch: &Batch) -> Result<(), NetError> {
+    let mut bytes = 0u64;
+    for msg in &batch.msgs {
+        let (sent_as, len) = match msg {
+            StreamMsg::Frame { element, shape, .. } => (*element, entry_bytes(*element, shape)),
+            StreamMsg::End { element, .. } | StreamMsg::Poisoned { element, .. } => {
+                (*element, Some(0))
+            }
+        };
+        if sent_as != element {
+            return Err(NetError::Protocol(format!(
+                "frames of {sent_as} arrived; the plan says {element}"
+            )));
+        }
+        bytes = len
+            .and_then(|l| bytes.checked_add(l))
+            .ok_or_else(|| NetError::Protocol("frames whose bytes overflow".into()))?;
+    }
+    if bytes != batch.payload.len() as u64 {
         return Err(NetError::Protocol(format!(
-            "a frame of shape {shape:?} came with {} bytes",
-            payload.len()
+            "frames of {bytes} bytes came with {}",
+            batch.payload.len()
         )));
     }
+    Ok(())
+}
+
+/// A frame's dimensions.
+fn frame_dims(shape: &[u64]) -> Result<Vec<usize>, NetError> {
     shape
         .iter()
         .map(|&d| {
-            usize::try_from(d).map_err(|_| NetError::Protocol(format!("dimension {d} is too large")))
+            usize::try_from(d)
+                .map_err(|_| NetError::Protocol(format!("dimension {d} is too large")))
         })
         .collect()
 }

@@ -274,6 +274,9 @@ pub const STREAM_FIXED_BYTES: usize = 48;
 /// `<run>/stream/<operator>/<output>/<host>` (one key per consuming host).
 /// The attachment is this header (little-endian); a frame's payload is its
 /// bytes (`shape` elements of `element`), an end's or poison's is empty.
+/// A message may carry several frames (those waiting when the first was
+/// sent): its attachment is their headers one after another, its payload
+/// their bytes in the same order ([`StreamMsg::decode_all`]).
 ///
 /// | offset | size | field |
 /// |---|---|---|
@@ -401,6 +404,42 @@ impl StreamMsg {
             2 => Ok(StreamMsg::Poisoned { element, from: a }),
             w => Err(WireError::Field(format!("stream message kind {w}"))),
         }
+    }
+}
+
+impl StreamMsg {
+    /// The attachment of a message of several frames: their headers one
+    /// after another (the payload is their bytes, in the same order).
+    pub fn encode_all(msgs: &[StreamMsg]) -> Vec<u8> {
+        msgs.iter().flat_map(StreamMsg::encode).collect()
+    }
+
+    /// Reads the attachment of a stream message: one header, or the
+    /// headers of several frames one after another (an end or a poison
+    /// comes alone). Every header is checked as by [`StreamMsg::decode`].
+    pub fn decode_all(b: &[u8]) -> Result<Vec<StreamMsg>, WireError> {
+        let mut msgs = Vec::new();
+        let mut at = 0usize;
+        while at < b.len() || msgs.is_empty() {
+            let rest = &b[at..];
+            if rest.len() < STREAM_FIXED_BYTES {
+                return Err(WireError::Length {
+                    got: rest.len(),
+                    want: STREAM_FIXED_BYTES,
+                });
+            }
+            // Byte 6 is the number of dimensions: the header's length.
+            let len = STREAM_FIXED_BYTES + 8 * usize::from(rest[6]);
+            let msg = StreamMsg::decode(&rest[..len.min(rest.len())])?;
+            if !matches!(msg, StreamMsg::Frame { .. }) && (at > 0 || len != rest.len()) {
+                return Err(WireError::Field(
+                    "an end or a poison comes alone, not among frames".into(),
+                ));
+            }
+            msgs.push(msg);
+            at += len;
+        }
+        Ok(msgs)
     }
 }
 
@@ -633,6 +672,32 @@ mod tests {
         };
         assert!(StreamMsg::decode(&huge.encode()).is_err());
         assert_eq!(decode_credit(&encode_credit(42)), Ok(42));
+        // Several frames in one message: their headers one after another.
+        let second = StreamMsg::Frame {
+            element: Primitive::UInt32,
+            seq: 8,
+            source_seq: 6,
+            timestamp_ns: 1,
+            shape: vec![3],
+        };
+        let both = StreamMsg::encode_all(&[frame.clone(), second.clone()]);
+        assert_eq!(both.len(), 2 * STREAM_FIXED_BYTES + 16 + 8);
+        assert_eq!(
+            StreamMsg::decode_all(&both).unwrap(),
+            vec![frame.clone(), second]
+        );
+        assert_eq!(StreamMsg::decode_all(&b).unwrap(), vec![frame.clone()]);
+        assert!(StreamMsg::decode_all(&both[..both.len() - 1]).is_err());
+        assert!(StreamMsg::decode_all(&[]).is_err());
+        let end = StreamMsg::End {
+            element: Primitive::UInt32,
+            frames: 9,
+        };
+        assert!(
+            StreamMsg::decode_all(&StreamMsg::encode_all(&[frame.clone(), end.clone()])).is_err(),
+            "an end among frames"
+        );
+        assert_eq!(StreamMsg::decode_all(&end.encode()).unwrap(), vec![end]);
         assert!(decode_credit(&[1, 2, 3]).is_err());
     }
 

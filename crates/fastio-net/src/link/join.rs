@@ -338,10 +338,10 @@ impl ZenohLink {
                                 NetError::Protocol("a stream message without its header".into())
                             })
                             .and_then(|a| {
-                                StreamMsg::decode(&a.to_bytes())
+                                StreamMsg::decode_all(&a.to_bytes())
                                     .map_err(|x| NetError::Protocol(x.to_string()))
                             });
-                        arrived.arrived(msg.map(|m| (m, s.payload().clone())));
+                        arrived.arrived(msg.map(|m| Batch::new(m, s.payload().clone())));
                     })
                     .wait()
                     .map_err(|x| NetError::Zenoh(x.to_string()))?;
