@@ -159,6 +159,27 @@ struct Run<'a> {
     rust_source: bool,
     /// Who records the run meanwhile (the recorder bench).
     recorder: Recorder,
+    /// The two namespace hosts it runs on (source and sink on `a`, the
+    /// stage on `b`), or one host.
+    across: Option<&'a Across<'a>>,
+}
+
+/// The chain across two namespace hosts (issue 30): the source and the
+/// sink on host `a`, the stage on host `b`, so every frame crosses the
+/// link twice and its latency is still read on one clock (the hosts
+/// share a kernel).
+pub(crate) struct Across<'h> {
+    hosts: &'h crate::bench_hosts::Hosts,
+    /// The next free port (each run takes two).
+    port: std::cell::Cell<u16>,
+}
+
+impl Across<'_> {
+    fn ports(&self) -> (u16, u16) {
+        let p = self.port.get();
+        self.port.set(p + 2);
+        (p, p + 1)
+    }
 }
 
 /// A recorder beside a run (issue 33's bench: a lossy recorder must not
@@ -273,6 +294,9 @@ fn yaml_str(p: &Path) -> String {
 impl Run<'_> {
     /// Runs it; what the sink measured.
     fn go(&self, tools: &Tools) -> Result<SinkResult, String> {
+        if let Some(across) = self.across {
+            return self.go_across(tools, across);
+        }
         let _ = std::fs::remove_dir_all(&self.dir);
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| format!("create {}: {e}", self.dir.display()))?;
@@ -331,6 +355,153 @@ impl Run<'_> {
         Ok(r)
     }
 
+    /// Runs it on two namespace hosts: ours as one `fastio run --host` on
+    /// each; dora-rs as its documentation sets a cluster up (a coordinator,
+    /// a daemon per machine meeting at one Zenoh peer endpoint, nodes
+    /// placed by `deploy: machine:`, `dora start --attach`).
+    fn go_across(&self, tools: &Tools, x: &Across<'_>) -> Result<SinkResult, String> {
+        use crate::bench_hosts::ADDR_A;
+        use std::process::Stdio;
+        let _ = std::fs::remove_dir_all(&self.dir);
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| format!("create {}: {e}", self.dir.display()))?;
+        let result = self.dir.join("result.txt");
+        let (port, zenoh_port) = x.ports();
+        let in_ns = |ns: &str, program: &Path| {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns]).arg(program);
+            c.current_dir(&self.dir);
+            c
+        };
+        let limited = |ns: &str, program: &Path| {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", ns, "timeout", "--signal=KILL"])
+                .arg(RUN_LIMIT_SECS.to_string())
+                .arg(program);
+            c.current_dir(&self.dir);
+            c
+        };
+        let failed = |what: &str, o: &std::process::Output| {
+            format!(
+                "{what} ({}): {}",
+                self.dir.display(),
+                String::from_utf8_lossy(&o.stderr).trim()
+            )
+        };
+        let before = shm_files();
+        let ran = if self.variant == Variant::DoraPython {
+            let python = tools
+                .dora_python
+                .as_ref()
+                .ok_or("dora-rs is not installed")?;
+            let flow = self.dir.join("dataflow.yml");
+            std::fs::write(&flow, self.dora_dataflow(tools, python, &result))
+                .map_err(|e| format!("write {}: {e}", flow.display()))?;
+            let bin = python.parent().ok_or("venv without bin")?;
+            let dora = bin.join("dora");
+            let path = format!(
+                "{}:{}",
+                bin.display(),
+                std::env::var("PATH").unwrap_or_default()
+            );
+            let (cport, peer) = (port.to_string(), format!("tcp/{ADDR_A}:{zenoh_port}"));
+            let mut cluster = Vec::new();
+            let mut coordinator = in_ns(&x.hosts.a, &dora);
+            coordinator
+                .args(["coordinator", "--interface", ADDR_A, "--port", &cport])
+                .args(["--store", "memory", "--quiet"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            cluster.push(
+                coordinator
+                    .spawn()
+                    .map_err(|e| format!("dora coordinator: {e}"))?,
+            );
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            for (ns, machine) in [(&x.hosts.a, "a"), (&x.hosts.b, "b")] {
+                let mut daemon = in_ns(ns, &dora);
+                daemon
+                    .args(["daemon", "--machine-id", machine])
+                    .args(["--coordinator-addr", ADDR_A, "--coordinator-port", &cport])
+                    .args(["--zenoh-peer", &peer, "--zenoh-no-multicast"])
+                    .env("PATH", &path)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null());
+                cluster.push(daemon.spawn().map_err(|e| format!("dora daemon: {e}"))?);
+            }
+            // The daemons register with the coordinator.
+            std::thread::sleep(std::time::Duration::from_millis(1500));
+            let mut start = limited(&x.hosts.a, &dora);
+            start
+                .arg("start")
+                .arg(&flow)
+                .args(["--attach", "--coordinator-addr", ADDR_A])
+                .args(["--coordinator-port", &cport])
+                .env("PATH", &path);
+            let out = start.output().map_err(|e| format!("dora start: {e}"));
+            let mut down = in_ns(&x.hosts.a, &dora);
+            down.args(["down", "--force", "--coordinator-addr", ADDR_A])
+                .args(["--coordinator-port", &cport])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            let _ = down.status();
+            // Bounded: the cluster is given 5 s to go, then killed.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            for mut c in cluster {
+                while c.try_wait().ok().flatten().is_none() && std::time::Instant::now() < deadline
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            match out {
+                Ok(o) if o.status.success() => Ok(()),
+                Ok(o) => Err(failed("dora start across hosts", &o)),
+                Err(e) => Err(e),
+            }
+        } else {
+            let def = self.dir.join("pipeline.yaml");
+            std::fs::write(&def, self.pipeline(tools, &result))
+                .map_err(|e| format!("write {}: {e}", def.display()))?;
+            let endpoint = format!("tcp/{ADDR_A}:{port}");
+            let host = |ns: &str, name: &str, net: &str| {
+                let mut c = limited(ns, &tools.fastio);
+                c.arg("run")
+                    .arg(&def)
+                    .args(["--host", name, "--join-timeout", "60", net, &endpoint])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped());
+                c
+            };
+            let a = host(&x.hosts.a, "a", "--listen")
+                .spawn()
+                .map_err(|e| format!("fastio run --host a: {e}"))?;
+            let b = host(&x.hosts.b, "b", "--connect")
+                .output()
+                .map_err(|e| format!("fastio run --host b: {e}"))?;
+            let a = a
+                .wait_with_output()
+                .map_err(|e| format!("fastio run --host a: {e}"))?;
+            if !a.status.success() {
+                Err(failed("fastio run --host a", &a))
+            } else if !b.status.success() {
+                Err(failed("fastio run --host b", &b))
+            } else {
+                Ok(())
+            }
+        };
+        for f in shm_files().difference(&before) {
+            if f.ends_with(".zenoh") {
+                let _ = std::fs::remove_file(Path::new("/dev/shm").join(f));
+            }
+        }
+        ran?;
+        let text = std::fs::read_to_string(&result)
+            .map_err(|e| format!("{}: the sink wrote no result: {e}", self.dir.display()))?;
+        parse_result(&text)
+    }
+
     fn sink_variables(&self, result: &Path) -> String {
         let mut vars = format!("RESULT: {}", yaml_str(result));
         for (k, v) in self.sink_env {
@@ -359,8 +530,12 @@ impl Run<'_> {
             )
         };
         let mut y = String::from(
-            "api-version: 0.5.0\nname: chain-bench\nversion: 1.0.0\ndescription: The chain bench.\noperators:\n",
+            "api-version: 0.5.0\nname: chain-bench\nversion: 1.0.0\ndescription: The chain bench.\n",
         );
+        if self.across.is_some() {
+            y.push_str("placement:\n  default: a\n  hosts:\n    b: [stage]\n");
+        }
+        y.push_str("operators:\n");
         let _ = write!(
             y,
             "- name: source\n  container:\n    image: bench\n    command: {}\n    \
@@ -405,6 +580,10 @@ impl Run<'_> {
                 yaml_str(python),
                 format!("{} {id}", script.display())
             );
+            if self.across.is_some() {
+                let machine = if id == "stage" { "b" } else { "a" };
+                let _ = writeln!(n, "    deploy:\n      machine: {machine}");
+            }
             if let Some(from) = input {
                 let _ = writeln!(
                     n,
@@ -458,12 +637,14 @@ fn measure(
     tools: &Tools,
     variant: Variant,
     size: (&str, u64, u64, u64, u64),
+    across: Option<&Across<'_>>,
 ) -> Result<Measured, String> {
     let (label, bytes, lat_frames, pause_us, tp_frames) = size;
     let base = crate::bench::target_dir().join("bench-chain");
+    let hosts = if across.is_some() { "-across" } else { "" };
     let paced = Run {
         variant,
-        dir: base.join(format!("{}-{label}-latency", variant.slug())),
+        dir: base.join(format!("{}-{label}{hosts}-latency", variant.slug())),
         size: bytes,
         frames: lat_frames,
         pause_us,
@@ -471,11 +652,12 @@ fn measure(
         depth: DEPTH,
         rust_source: false,
         recorder: Recorder::None,
+        across,
     }
     .go(tools)?;
     let flat_out = Run {
         variant,
-        dir: base.join(format!("{}-{label}-throughput", variant.slug())),
+        dir: base.join(format!("{}-{label}{hosts}-throughput", variant.slug())),
         size: bytes,
         frames: tp_frames,
         pause_us: 0,
@@ -483,6 +665,7 @@ fn measure(
         depth: DEPTH,
         rust_source: false,
         recorder: Recorder::None,
+        across,
     }
     .go(tools)?;
     let mut lat: Vec<u64> = paced.latencies.iter().skip(WARMUP).copied().collect();
@@ -595,7 +778,7 @@ pub(crate) fn run(report: bool, out: &mut String) -> Result<Vec<Peer>, String> {
             if v == Variant::DoraPython && tools.dora_python.is_none() {
                 continue;
             }
-            let m = measure(&tools, v, size)?;
+            let m = measure(&tools, v, size, None)?;
             let _ = writeln!(
                 out,
                 "  {:<6} {:<26} latency p50 {:>10}  p99 {:>10}  throughput {:>9.1} frames/s  lost {}  out of order {}  torn {}",
@@ -633,6 +816,117 @@ pub(crate) fn run(report: bool, out: &mut String) -> Result<Vec<Peer>, String> {
     Ok(peers)
 }
 
+/// Issue 30: the chain with its stage on another namespace host (the
+/// source and the sink on host `a`, the stage on `b`: every frame crosses
+/// twice), ours (`fastio run --host` on each, Rust operators) beside
+/// dora-rs 1.x (a coordinator and a daemon per host, Python nodes), at
+/// each size; written into `out` as markdown (a section of the hosts
+/// bench). Goal: ≥ ×2 dora-rs's throughput, ≤ ×0.5 its latency, no frame
+/// of ours lost; whatever dora-rs does is reported as it is (a run of
+/// dora-rs that fails is a row saying so).
+pub(crate) fn across_hosts(
+    hosts: &crate::bench_hosts::Hosts,
+    port: &mut u16,
+    out: &mut String,
+) -> Result<Vec<Peer>, String> {
+    build_chain_binaries()?;
+    let release = crate::bench::target_dir().join("release");
+    let mut peers = Vec::new();
+    let dora_python = match crate::venv::python("venv-dora", &DORA, "dora") {
+        Ok(p) => {
+            peers.push(Peer::measured(
+                "dora-rs (two hosts)",
+                format!(
+                    "{} from PyPI in target/venv-dora: `dora coordinator`, `dora daemon --machine-id` \
+                     per namespace host meeting at `--zenoh-peer`, `dora start --attach`",
+                    DORA.join(" ")
+                ),
+            ));
+            Some(p)
+        }
+        Err(e) => {
+            peers.push(Peer::missing("dora-rs (two hosts)", e));
+            None
+        }
+    };
+    let tools = Tools {
+        fastio: release.join("fastio"),
+        chainop: release.join("fio-chainop"),
+        python: root().join("target/venv-python/bin/python"),
+        dora_python,
+        scripts: root().join("crates/fastio-python/bench"),
+    };
+    *port += 10;
+    let across = Across {
+        hosts,
+        port: std::cell::Cell::new(*port),
+    };
+    out.push_str(
+        "\nThe chain bench's 3-operator stream across the two hosts: source and sink on host \
+         a, the stage on host b (every frame crosses the link twice; latency from the source's \
+         timestamp to the sink on one clock), ours with `fastio run --host` on each host (Rust \
+         operators), dora-rs 1.x as its documentation sets a cluster up (a coordinator, a \
+         daemon per host with `--zenoh-peer`, nodes placed with `deploy: machine:`, Python \
+         nodes). Latency with a paced source, throughput unpaced; depth 4 for ours, dora-rs's \
+         input queues as long as the run.\n\n\
+         | frame | who | latency p50 / p99 | throughput | lost / out of order / torn | goal vs dora-rs |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for size in SIZES {
+        let ours = measure(&tools, Variant::FastioRust, size, Some(&across))?;
+        let dora = match tools.dora_python {
+            Some(_) => Some(measure(&tools, Variant::DoraPython, size, Some(&across))),
+            None => None,
+        };
+        let row = |who: &str, m: &Measured, goal: &str| {
+            format!(
+                "| {} | {who} | {} / {} | {:.1} frames/s ({:.0} MB/s) | {} / {} / {} | {goal} |\n",
+                size.0,
+                human_time(m.p50_ns),
+                human_time(m.p99_ns),
+                m.fps,
+                m.fps * size.1 as f64 / 1e6,
+                m.lost,
+                m.disorder,
+                m.torn
+            )
+        };
+        let goal = match &dora {
+            Some(Ok(d)) => {
+                let (p50, p99, tp) = (
+                    ours.p50_ns / d.p50_ns,
+                    ours.p99_ns / d.p99_ns,
+                    ours.fps / d.fps,
+                );
+                let ok = |b: bool| if b { "met" } else { "**missed**" };
+                format!(
+                    "p50 ×{p50:.3} ({}), p99 ×{p99:.3} ({}), throughput ×{tp:.2} ({})",
+                    ok(p50 <= 0.5),
+                    ok(p99 <= 0.5),
+                    ok(tp >= 2.0)
+                )
+            }
+            Some(Err(_)) => "dora-rs did not finish (below)".into(),
+            None => "-".into(),
+        };
+        out.push_str(&row("fastio, Rust operators", &ours, &goal));
+        match dora {
+            Some(Ok(d)) => out.push_str(&row("dora-rs, Python nodes", &d, "")),
+            Some(Err(e)) => {
+                let e = e.replace('|', "/").replace('\n', " ");
+                let e: String = e.chars().take(300).collect();
+                out.push_str(&format!(
+                    "| {} | dora-rs, Python nodes | failed: {e} | - | - | |\n",
+                    size.0
+                ));
+            }
+            None => {}
+        }
+    }
+    *port = across.port.get();
+    Ok(peers)
+}
+
 /// Issue 33: does a lossy recorder slow the source? The unpaced chain at
 /// 64 KiB, long runs with `fastio record` beside them in turns (on for
 /// `RECORDER_ON`, off for as long): the source's rate in the stretches with
@@ -658,6 +952,7 @@ fn recorders(tools: &Tools, out: &mut String) -> Result<(), String> {
             depth: DEPTH,
             rust_source: true,
             recorder,
+            across: None,
         }
         .go(tools)?;
         if r.count != frames || r.disorder + r.torn > 0 {
@@ -768,6 +1063,7 @@ fn python_overhead(tools: &Tools, out: &mut String) -> Result<(), String> {
             depth: FRAMES,
             rust_source: true,
             recorder: Recorder::None,
+            across: None,
         }
         .go(tools)?;
         if r.count != FRAMES {
@@ -813,6 +1109,7 @@ fn rss(tools: &Tools, out: &mut String) -> Result<(), String> {
             depth: DEPTH,
             rust_source: true,
             recorder: Recorder::None,
+            across: None,
         }
         .go(tools)?;
         let (at, end) = (

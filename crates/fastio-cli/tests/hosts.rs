@@ -1086,6 +1086,61 @@ fn a_stream_crosses_two_hosts_and_back_in_order_with_back_pressure() {
     );
 }
 
+#[test]
+fn large_frames_at_full_speed_cross_both_ways_without_a_stall() {
+    // The chain bench across hosts: 1 MiB frames, no pause anywhere, the
+    // source and the sink on a, the stage on b: the source's stream fills
+    // the link a → b while the stage's fills it b → a. Each host must
+    // keep reading while its own sends wait for the link (a host that
+    // waited for its link inside Zenoh's receiving callback stalled both
+    // until their leases ran out), three times over.
+    let Some(mut hosts) = Hosts::new("big", 2) else {
+        return;
+    };
+    let c = example("fio-chainop").display().to_string();
+    let frames = 600;
+    let port = |from: &str| {
+        format!("  - {{{from}name: frame, type: array, element-type: uint8, shape: [1048576]}}\n")
+    };
+    for round in 0..3 {
+        let result = hosts.dir.join(format!("big{round}.txt"));
+        let yaml = format!(
+            "api-version: 0.5.0\nname: bigframes\nplacement:\n  default: a\n  hosts:\n    b: [stage]\noperators:\n\
+             - name: source\n  container:\n    image: t\n    command: [{c:?}, source]\n    variables: {{SIZE: '1048576', PAUSE_US: '0'}}\n  output:\n{}\
+             - name: stage\n  container:\n    image: t\n    command: [{c:?}, stage]\n  input:\n{}  output:\n{}\
+             - name: sink\n  container:\n    image: t\n    command: [{c:?}, sink]\n    variables: {{RESULT: {:?}}}\n  input:\n{}\
+             streaming:\n  depth: 4\n  frames: {frames}\n",
+            port(""),
+            port("from: source, "),
+            port(""),
+            result.display().to_string(),
+            port("from: stage, "),
+        );
+        let file = write(&hosts.dir, &format!("big{round}.yaml"), &yaml);
+        let t = Instant::now();
+        let p = 7447 + round;
+        let a = hosts.start(0, &run_args(&file, "a", hosts.net_args(0, p), &[]));
+        let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, p), &[]));
+        let ra = hosts.wait(a);
+        let rb = hosts.wait(b);
+        assert_ok("host a", &ra);
+        assert_ok("host b", &rb);
+        let got = std::fs::read_to_string(&result).unwrap();
+        for want in [
+            format!("count {frames}\n"),
+            "disorder 0\n".into(),
+            "torn 0\n".into(),
+        ] {
+            assert!(got.contains(&want), "round {round}: {want:?} in\n{got}");
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "round {round}: {frames} frames took {:?}",
+            t.elapsed()
+        );
+    }
+}
+
 /// The frames operator `op` took in, from its row of the frame table.
 fn frames_in(stdout: &str, op: &str) -> u64 {
     stdout

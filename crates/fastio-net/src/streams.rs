@@ -279,10 +279,21 @@ pub(crate) struct Bridge {
     /// `placer`'s lock once handled: the callback, holding the lock,
     /// places a frame itself only when it is 0).
     queued: std::sync::atomic::AtomicUsize,
-    tx: crossbeam_channel::Sender<Incoming>,
-    rx: Receiver<Incoming>,
+    tx: crossbeam_channel::Sender<Work>,
+    rx: Receiver<Work>,
     /// Set when more arrived than the credit allows.
     overrun: AtomicBool,
+}
+
+/// What the bridge's thread is handed.
+enum Work {
+    /// A message to place (waiting for slots).
+    Message(Incoming),
+    /// Credit is due: frames were placed in Zenoh's callback, which must
+    /// not put (a put may wait for the link, and the link for this
+    /// host's reading: two hosts streaming to each other would each wait
+    /// for the other).
+    Credit,
 }
 
 /// The bridge's side of the local stream, behind its lock.
@@ -309,7 +320,8 @@ impl Bridge {
     /// A bridge for `placer`, with room for `window` frames (plus the
     /// end) handed to its thread.
     pub(crate) fn new(placer: Placer, window: u64) -> Bridge {
-        let (tx, rx) = crossbeam_channel::bounded::<Incoming>(window as usize + 2);
+        // The window's frames, the end, and a credit call.
+        let (tx, rx) = crossbeam_channel::bounded::<Work>(window as usize + 3);
         Bridge {
             placer: Mutex::new(placer),
             queued: std::sync::atomic::AtomicUsize::new(0),
@@ -328,7 +340,14 @@ impl Bridge {
                     return;
                 }
                 match p.handle(item, false) {
-                    Ok(Handled::Placed) => return,
+                    Ok(Handled::Placed) => {
+                        if p.credit_due() {
+                            // The thread sends it (full: it is busy, and
+                            // sends credit after what it handles).
+                            let _ = self.tx.try_send(Work::Credit);
+                        }
+                        return;
+                    }
                     Ok(Handled::Ended(how)) => return p.end(Ok(how)),
                     Err(why) => return p.end(Err(why)),
                     Ok(Handled::NoSlot(item)) => item,
@@ -337,9 +356,27 @@ impl Bridge {
             _ => item,
         };
         self.queued.fetch_add(1, Ordering::AcqRel);
-        if let Err(TrySendError::Full(_)) = self.tx.try_send(item) {
+        if let Err(TrySendError::Full(_)) = self.tx.try_send(Work::Message(item)) {
             self.queued.fetch_sub(1, Ordering::AcqRel);
             self.overrun.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Sends the credit due, if any, without holding the placer's lock
+    /// (the callback may place frames meanwhile).
+    fn send_credit(&self) {
+        let due = {
+            let mut p = self.placer.lock().unwrap_or_else(|e| e.into_inner());
+            if p.credit_due() {
+                p.credited = p.placed;
+                Some((p.placed, p.credit.clone()))
+            } else {
+                None
+            }
+        };
+        if let Some((placed, publisher)) = due {
+            // Lost with the run or the host, if it is not sent.
+            let _ = publisher.put(encode_credit(placed).to_vec()).wait();
         }
     }
 
@@ -348,7 +385,14 @@ impl Bridge {
     /// host is gone.
     pub(crate) fn run(&self) {
         loop {
-            let got = self.rx.recv_timeout(POLL);
+            let got = match self.rx.recv_timeout(POLL) {
+                Ok(Work::Credit) => {
+                    self.send_credit();
+                    continue;
+                }
+                Ok(Work::Message(item)) => Ok(item),
+                Err(e) => Err(e),
+            };
             let mut p = self.placer.lock().unwrap_or_else(|e| e.into_inner());
             if p.ended {
                 return;
@@ -368,7 +412,10 @@ impl Bridge {
                 Err(_) => Ok(Handled::Ended(Ended::Stopped)),
             };
             match handled {
-                Ok(Handled::Placed) => {}
+                Ok(Handled::Placed) => {
+                    drop(p);
+                    self.send_credit();
+                }
                 // (Not returned when the caller may wait.)
                 Ok(Handled::NoSlot(_)) => return p.end(Ok(Ended::Stopped)),
                 Ok(Handled::Ended(how)) => return p.end(Ok(how)),
@@ -442,15 +489,6 @@ impl Placer {
                     batch.next += 1;
                     batch.at += len;
                     self.placed += 1;
-                    // Credit every `credit_every` frames: while the
-                    // forwarder waits (window frames not credited), at
-                    // least window - credit_every + 1 >= 1 of them are
-                    // still to be placed here, and placing them sends it.
-                    if self.placed - self.credited >= self.credit_every {
-                        self.credited = self.placed;
-                        // Lost with the run or the host, if it is not sent.
-                        let _ = self.credit.put(encode_credit(self.placed).to_vec()).wait();
-                    }
                 }
                 StreamMsg::End { .. } => {
                     self.producer
@@ -466,6 +504,14 @@ impl Placer {
             }
         }
         Ok(Handled::Placed)
+    }
+
+    /// Whether credit is due: every `credit_every` frames placed. While
+    /// the forwarder waits (window frames not credited), at least
+    /// window - credit_every + 1 >= 1 of them are still to be placed
+    /// here, and placing them makes it due.
+    fn credit_due(&self) -> bool {
+        self.placed - self.credited >= self.credit_every
     }
 
     /// Takes the next slot: `Some(true)` taken, `Some(false)` the run
