@@ -874,10 +874,10 @@ pub(crate) fn across_hosts(
     );
     for size in SIZES {
         let ours = measure(&tools, Variant::FastioRust, size, Some(&across))?;
-        let dora = match tools.dora_python {
-            Some(_) => Some(measure(&tools, Variant::DoraPython, size, Some(&across))),
-            None => None,
-        };
+        let dora = tools
+            .dora_python
+            .as_ref()
+            .map(|_| measure(&tools, Variant::DoraPython, size, Some(&across)));
         let row = |who: &str, m: &Measured, goal: &str| {
             format!(
                 "| {} | {who} | {} / {} | {:.1} frames/s ({:.0} MB/s) | {} / {} / {} | {goal} |\n",
