@@ -355,7 +355,8 @@ impl Run<'_> {
         Ok(r)
     }
 
-    /// Runs it on two namespace hosts: ours as one `fastio run --host` on
+    /// Runs it on two namespace hosts (network and mount namespaces, a
+    /// private `/dev/shm` each): ours as one `fastio run --host` on
     /// each; dora-rs as its documentation sets a cluster up (a coordinator,
     /// a daemon per machine meeting at one Zenoh peer endpoint, nodes
     /// placed by `deploy: machine:`, `dora start --attach`).
@@ -367,20 +368,30 @@ impl Run<'_> {
             .map_err(|e| format!("create {}: {e}", self.dir.display()))?;
         let result = self.dir.join("result.txt");
         let (port, zenoh_port) = x.ports();
-        let in_ns = |ns: &str, program: &Path| {
+        // A host: its network namespace, and a mount namespace of its own
+        // with a private tmpfs on /dev/shm, so that nothing passes between
+        // hosts but the network (dora-rs's Zenoh would otherwise share
+        // memory across them, as no two real hosts can). The program
+        // keeps the pid (`exec`), so killing the child kills it.
+        let host = |ns: &str, limit: bool, program: &Path| {
             let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns]).arg(program);
+            c.args(["netns", "exec", ns, "unshare", "--mount", "--propagation", "private"])
+                .args([
+                    "sh",
+                    "-c",
+                    "mount -t tmpfs -o size=8g tmpfs /dev/shm && exec \"$@\"",
+                    "sh",
+                ]);
+            if limit {
+                c.args(["timeout", "--signal=KILL"])
+                    .arg(RUN_LIMIT_SECS.to_string());
+            }
+            c.arg(program);
             c.current_dir(&self.dir);
             c
         };
-        let limited = |ns: &str, program: &Path| {
-            let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns, "timeout", "--signal=KILL"])
-                .arg(RUN_LIMIT_SECS.to_string())
-                .arg(program);
-            c.current_dir(&self.dir);
-            c
-        };
+        let in_ns = |ns: &str, program: &Path| host(ns, false, program);
+        let limited = |ns: &str, program: &Path| host(ns, true, program);
         let failed = |what: &str, o: &std::process::Output| {
             format!(
                 "{what} ({}): {}",
@@ -864,7 +875,8 @@ pub(crate) fn across_hosts(
     out.push_str(
         "\nThe chain bench's 3-operator stream across the two hosts: source and sink on host \
          a, the stage on host b (every frame crosses the link twice; latency from the source's \
-         timestamp to the sink on one clock), ours with `fastio run --host` on each host (Rust \
+         timestamp to the sink on one clock; each host's processes in a mount namespace with a \
+         private /dev/shm, so nothing passes between hosts but the network), ours with `fastio run --host` on each host (Rust \
          operators), dora-rs 1.x as its documentation sets a cluster up (a coordinator, a \
          daemon per host with `--zenoh-peer`, nodes placed with `deploy: machine:`, Python \
          nodes). Latency with a paced source, throughput unpaced; depth 4 for ours, dora-rs's \
