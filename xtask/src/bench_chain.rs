@@ -375,13 +375,21 @@ impl Run<'_> {
         // keeps the pid (`exec`), so killing the child kills it.
         let host = |ns: &str, limit: bool, program: &Path| {
             let mut c = Command::new("ip");
-            c.args(["netns", "exec", ns, "unshare", "--mount", "--propagation", "private"])
-                .args([
-                    "sh",
-                    "-c",
-                    "mount -t tmpfs -o size=8g tmpfs /dev/shm && exec \"$@\"",
-                    "sh",
-                ]);
+            c.args([
+                "netns",
+                "exec",
+                ns,
+                "unshare",
+                "--mount",
+                "--propagation",
+                "private",
+            ])
+            .args([
+                "sh",
+                "-c",
+                "mount -t tmpfs -o size=8g tmpfs /dev/shm && exec \"$@\"",
+                "sh",
+            ]);
             if limit {
                 c.args(["timeout", "--signal=KILL"])
                     .arg(RUN_LIMIT_SECS.to_string());
