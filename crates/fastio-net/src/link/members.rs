@@ -54,7 +54,8 @@ pub(crate) struct Inner {
     /// Signalled when a host says it is ready for an entry, or is gone.
     pub(super) changed: Condvar,
     pub(crate) events: Sender<LinkEvent>,
-    /// The placement's crossings, made once (the plan does not change).
+    /// The placement's crossings, made once (the plan does not change),
+    /// in the plan's entry order.
     pub(crate) crossings: Vec<fastio_pipeline::Crossing>,
     /// Operator index by lower-case name (status lines name operators).
     pub(super) op_by_name: std::collections::HashMap<String, usize>,
@@ -124,7 +125,11 @@ impl Inner {
 
     /// The crossing of entry `entry`, if it crosses.
     pub(crate) fn crossing(&self, entry: usize) -> Option<&fastio_pipeline::Crossing> {
-        self.crossings.iter().find(|c| c.entry == entry)
+        // `Placement::crossings` lists them in the plan's entry order.
+        self.crossings
+            .binary_search_by_key(&entry, |c| c.entry)
+            .ok()
+            .map(|i| &self.crossings[i])
     }
 
     /// Entries of operator `op` that an operator of this host reads.
