@@ -287,6 +287,36 @@ struct Tools {
     scripts: PathBuf,
 }
 
+impl Tools {
+    /// The release binaries, our Python environment and scripts, and
+    /// dora-rs's Python when installed.
+    fn new(dora_python: Option<PathBuf>) -> Tools {
+        let release = crate::bench::target_dir().join("release");
+        Tools {
+            fastio: release.join("fastio"),
+            chainop: release.join("fio-chainop"),
+            python: root().join("target/venv-python/bin/python"),
+            dora_python,
+            scripts: root().join("crates/fastio-python/bench"),
+        }
+    }
+}
+
+/// dora-rs's Python (installed into target/venv-dora if it is not),
+/// noting in `peers` as `name` what ran (`how`) or why it is missing.
+fn dora_peer(peers: &mut Vec<Peer>, name: &'static str, how: String) -> Option<PathBuf> {
+    match crate::venv::python("venv-dora", &DORA, "dora") {
+        Ok(p) => {
+            peers.push(Peer::measured(name, how));
+            Some(p)
+        }
+        Err(e) => {
+            peers.push(Peer::missing(name, e));
+            None
+        }
+    }
+}
+
 fn yaml_str(p: &Path) -> String {
     format!("{:?}", p.display().to_string())
 }
@@ -721,15 +751,7 @@ fn verdict(ok: bool) -> &'static str {
 /// Only the recorder bench (`cargo xtask bench chain recorder`).
 pub(crate) fn run_recorders(out: &mut String) -> Result<(), String> {
     build_chain_binaries()?;
-    let release = crate::bench::target_dir().join("release");
-    let tools = Tools {
-        fastio: release.join("fastio"),
-        chainop: release.join("fio-chainop"),
-        python: root().join("target/venv-python/bin/python"),
-        dora_python: None,
-        scripts: root().join("crates/fastio-python/bench"),
-    };
-    recorders(&tools, out)
+    recorders(&Tools::new(None), out)
 }
 
 fn build_chain_binaries() -> Result<(), String> {
@@ -750,8 +772,7 @@ fn build_chain_binaries() -> Result<(), String> {
 
 pub(crate) fn run(report: bool, out: &mut String) -> Result<Vec<Peer>, String> {
     build_chain_binaries()?;
-    let release = crate::bench::target_dir().join("release");
-    let python = root().join("target/venv-python/bin/python");
+    let python = Tools::new(None).python;
     let built = || {
         let mut probe = Command::new(&python);
         probe.args(["-c", "import fastio"]);
@@ -766,26 +787,15 @@ pub(crate) fn run(report: bool, out: &mut String) -> Result<Vec<Peer>, String> {
         );
     }
     let mut peers = Vec::new();
-    let dora_python = match crate::venv::python("venv-dora", &DORA, "dora") {
-        Ok(p) => {
-            peers.push(Peer::measured(
-                "dora-rs",
-                format!("{} from PyPI in target/venv-dora, `dora run` (crates/fastio-python/bench/chain_dora.py)", DORA.join(" ")),
-            ));
-            Some(p)
-        }
-        Err(e) => {
-            peers.push(Peer::missing("dora-rs", e));
-            None
-        }
-    };
-    let tools = Tools {
-        fastio: release.join("fastio"),
-        chainop: release.join("fio-chainop"),
-        python,
-        dora_python,
-        scripts: root().join("crates/fastio-python/bench"),
-    };
+    let dora_python = dora_peer(
+        &mut peers,
+        "dora-rs",
+        format!(
+            "{} from PyPI in target/venv-dora, `dora run` (crates/fastio-python/bench/chain_dora.py)",
+            DORA.join(" ")
+        ),
+    );
+    let tools = Tools::new(dora_python);
     let _ = writeln!(
         out,
         "\nA 3-operator stream (source → stage → sink), whole pipelines, same run \
@@ -849,32 +859,17 @@ pub(crate) fn across_hosts(
     out: &mut String,
 ) -> Result<Vec<Peer>, String> {
     build_chain_binaries()?;
-    let release = crate::bench::target_dir().join("release");
     let mut peers = Vec::new();
-    let dora_python = match crate::venv::python("venv-dora", &DORA, "dora") {
-        Ok(p) => {
-            peers.push(Peer::measured(
-                "dora-rs (two hosts)",
-                format!(
-                    "{} from PyPI in target/venv-dora: `dora coordinator`, `dora daemon --machine-id` \
-                     per namespace host meeting at `--zenoh-peer`, `dora start --attach`",
-                    DORA.join(" ")
-                ),
-            ));
-            Some(p)
-        }
-        Err(e) => {
-            peers.push(Peer::missing("dora-rs (two hosts)", e));
-            None
-        }
-    };
-    let tools = Tools {
-        fastio: release.join("fastio"),
-        chainop: release.join("fio-chainop"),
-        python: root().join("target/venv-python/bin/python"),
-        dora_python,
-        scripts: root().join("crates/fastio-python/bench"),
-    };
+    let dora_python = dora_peer(
+        &mut peers,
+        "dora-rs (two hosts)",
+        format!(
+            "{} from PyPI in target/venv-dora: `dora coordinator`, `dora daemon --machine-id` \
+             per namespace host meeting at `--zenoh-peer`, `dora start --attach`",
+            DORA.join(" ")
+        ),
+    );
+    let tools = Tools::new(dora_python);
     *port += 10;
     let across = Across {
         hosts,
