@@ -255,7 +255,7 @@ impl ZenohLink {
             .streaming
             .as_ref()
             .map_or(1, |s| u64::from(s.depth.max(1)));
-        for c in p.placement.crossings(&p.plan) {
+        for c in &inner.crossings {
             let e = &p.plan.entries[c.entry];
             let fail = |source: fastio::Error| NetError::Local {
                 what: format!("stream {}", e.name),

@@ -37,17 +37,18 @@ impl ZenohLink {
         // An entry of at most EAGER_BYTES goes at once, from here; a
         // larger one waits for its readers to make room, in a thread of
         // its own.
-        let at_once = ctx
-            .get(&self.inner.pipeline.plan.entries[entry].key)
-            .is_ok_and(|a| a.size() <= EAGER_BYTES as u64);
+        let map = ctx
+            .map(&self.inner.pipeline.plan.entries[entry].key)
+            .map(Arc::new)
+            .map_err(|x| NetError::Protocol(x.to_string()));
+        let at_once = map.as_ref().is_ok_and(|m| m.bytes().len() <= EAGER_BYTES);
         let inner = self.inner.clone();
-        let ctx = ctx.clone();
         let status = self.status.clone();
         let stop = self.stop.clone();
         let send = move || {
             let plan = &inner.pipeline.plan;
             let e = &plan.entries[entry];
-            let result = send_entry(&ctx, &inner, entry, &publishers, &stop);
+            let result = map.and_then(|map| send_entry(map, &inner, entry, &publishers, &stop));
             if let Err(why) = result {
                 let p = &inner.pipeline.placement;
                 let to = inner
@@ -79,23 +80,18 @@ impl ZenohLink {
     }
 }
 
-/// Sends the published entry `entry` to each consuming host (one
-/// publisher each) as pieces of [`PIECE_BYTES`]: at once when it has at
-/// most [`EAGER_BYTES`], else after its announcement, once every
-/// consuming host is ready.
+/// Sends the published entry `entry` (`map`: its read-only mapping) to
+/// each consuming host (one publisher each) as pieces of
+/// [`PIECE_BYTES`]: at once when it has at most [`EAGER_BYTES`], else
+/// after its announcement, once every consuming host is ready.
 pub(super) fn send_entry(
-    ctx: &Context,
+    map: Arc<fastio::MappedPublished>,
     inner: &Inner,
     entry: usize,
     publishers: &[Arc<Publisher<'static>>],
     stop: &AtomicBool,
 ) -> Result<(), NetError> {
-    let p = &inner.pipeline;
-    let e = &p.plan.entries[entry];
-    let map = Arc::new(
-        ctx.map(&e.key)
-            .map_err(|x| NetError::Protocol(x.to_string()))?,
-    );
+    let e = &inner.pipeline.plan.entries[entry];
     let total = map.bytes().len();
     let mut shape: Vec<u64> = map
         .allocation()
