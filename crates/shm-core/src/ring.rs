@@ -58,6 +58,16 @@
 //!    it. So an observer whose copy saw any byte of a newer frame sees the
 //!    slot's mark or the replaced position, and drops the copy. It never
 //!    writes a word: the producer never waits for it.
+//! 7. Only the Dekker pairs need sequential consistency: a consumer's
+//!    holding against the producer's replaced position under
+//!    `drop-oldest` (invariant 4, with its fences) and the events' words
+//!    (`ShmEvent`). Everything else is one release store read by one
+//!    acquire load: `head` (invariant 1), a consumer's `next` and holding
+//!    on release (invariant 3), the slot's `WRITING` mark (invariant 6,
+//!    through the release fence after it). A frame on the spinning path
+//!    so costs the producer one read-modify-write (its data event's bump)
+//!    and the consumer one (its space event's bump); on x86-64 every other
+//!    step is a plain load or store.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -122,8 +132,8 @@ impl Word for loom::sync::atomic::AtomicU64 {
     }
 }
 
-/// "FIOSTRM1".
-pub const MAGIC: u64 = u64::from_le_bytes(*b"FIOSTRM1");
+/// "FIOSTRM2" (version 2: the space event on a cache line of its own).
+pub const MAGIC: u64 = u64::from_le_bytes(*b"FIOSTRM2");
 /// Words of the header.
 pub const HEADER_WORDS: usize = 32;
 /// Words of one consumer record.
@@ -142,7 +152,7 @@ pub const DETACHED: u64 = 1 << 62;
 
 /// Header word indexes.
 pub mod h {
-    /// "FIOSTRM1" when the header is written.
+    /// [`MAGIC`](super::MAGIC) once the header is written.
     pub const MAGIC: usize = 0;
     /// Frames in flight.
     pub const DEPTH: usize = 1;
@@ -169,10 +179,14 @@ pub mod h {
     /// 0 while the stream runs; `ENDED | n` after the producer ended it
     /// with `n` frames; `POISONED | k` once it failed from frame `k`.
     pub const END: usize = 18;
-    /// The data event (two 32-bit words): bumped by every publish.
+    /// The data event (two 32-bit words): bumped by every publish. Words
+    /// 16 to 23 (one cache line) are the producer's: it writes them on
+    /// every frame, consumers only read them.
     pub const DATA_EVENT: usize = 20;
-    /// The space event: bumped by every release.
-    pub const SPACE_EVENT: usize = 21;
+    /// The space event: bumped by every release. Words 24 to 31 (one
+    /// cache line) are the consumers': a release does not take the line
+    /// the producer's `head` lives on away from it.
+    pub const SPACE_EVENT: usize = 24;
 }
 
 /// Consumer record word indexes.
@@ -496,9 +510,12 @@ impl<'a, W: Word> Ring<'a, W> {
                     }
                 }
                 let slot = (n % self.depth) as usize;
-                self.sw(slot, s::SEQ).store(WRITING | n, Ordering::SeqCst);
-                // Invariant 6: the mark before any byte of the new frame
-                // (free on x86-64: a compiler barrier).
+                // Invariant 6: the mark, then a release fence, before any
+                // byte of the new frame. The fence orders the mark before
+                // every later store, which is all an observer's acquire
+                // fence needs (invariant 7): no full barrier here, and the
+                // fence is free on x86-64 (a compiler barrier).
+                self.sw(slot, s::SEQ).store(WRITING | n, Ordering::Relaxed);
                 W::release_fence();
                 Space::Ready(slot)
             }
@@ -536,27 +553,34 @@ impl<'a, W: Word> Ring<'a, W> {
     pub fn publish(&self, n: u64, slot: usize) {
         self.sw(slot, s::SEQ).store(n, Ordering::Release);
         if self.overflow == Overflow::DropOldest {
+            // Invariant 4: the replaced position takes part in the Dekker
+            // pair with a consumer's holding.
             self.position(n).store(entry(n, slot), Ordering::SeqCst);
         }
-        self.w[h::HEAD].store(n.wrapping_add(1), Ordering::SeqCst);
+        // Invariant 7: a release store; a consumer's acquire load of
+        // `head` then sees the whole frame (invariant 1).
+        self.w[h::HEAD].store(n.wrapping_add(1), Ordering::Release);
     }
 
     /// Consumer `i` looks at its next frame `next`.
     pub fn poll(&self, i: usize, next: u64) -> Result<Poll, Invalid> {
-        let head = self.w[h::HEAD].load(Ordering::SeqCst);
+        let head = self.w[h::HEAD].load(Ordering::Acquire);
         if head <= next {
             return Ok(Poll::Empty);
         }
         let holding = self.cw(i, c::HOLDING);
         match self.overflow {
             Overflow::Block => {
-                holding.store(entry(next, 0), Ordering::SeqCst);
+                // Under `block` the producer never reads holdings (it
+                // waits on `next`, invariant 3): the word is only said,
+                // for those who look at the ring (invariant 7).
+                holding.store(entry(next, 0), Ordering::Relaxed);
                 let slot = (next % self.depth) as usize;
-                let seq = self.sw(slot, s::SEQ).load(Ordering::SeqCst);
+                let seq = self.sw(slot, s::SEQ).load(Ordering::Acquire);
                 if seq == next {
                     return Ok(Poll::Frame(next, slot));
                 }
-                holding.store(0, Ordering::SeqCst);
+                holding.store(0, Ordering::Relaxed);
                 // Invariant 3 forbids this: the slot was rewritten while
                 // this consumer had not released it.
                 Err(format!(
@@ -634,7 +658,11 @@ impl<'a, W: Word> Ring<'a, W> {
     /// holds several frames under `block` releases up to the oldest it
     /// still holds; invariant 3).
     pub fn release_to(&self, i: usize, next: u64) {
-        self.cw(i, c::NEXT).store(next, Ordering::SeqCst);
-        self.cw(i, c::HOLDING).store(0, Ordering::SeqCst);
+        // Invariant 7: release stores. Every read of the frames below
+        // `next` comes before them; a producer that sees either may write
+        // those slots. One that still sees the old words waits or, under
+        // `drop-oldest`, leaves the slot alone: never unsafe.
+        self.cw(i, c::NEXT).store(next, Ordering::Release);
+        self.cw(i, c::HOLDING).store(0, Ordering::Release);
     }
 }

@@ -12,14 +12,53 @@ pub(super) struct ConsumerShared {
     pub(super) token: u64,
     /// The frames of this consumer that are alive (several under `block`:
     /// released out of order, the shared cursor stays at the oldest).
-    pub(super) held: Mutex<BTreeSet<u64>>,
+    pub(super) held: Mutex<Held>,
     /// The next frame `next` takes.
     pub(super) read: AtomicU64,
 }
 
 impl ConsumerShared {
-    pub(super) fn held(&self) -> MutexGuard<'_, BTreeSet<u64>> {
+    pub(super) fn held(&self) -> MutexGuard<'_, Held> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The numbers of the frames a consumer holds, in order: at most the
+/// stream's depth (`StreamConsumer::next` refuses one more), in room
+/// reserved when the consumer attaches, so taking and dropping a frame
+/// never allocates.
+#[derive(Debug)]
+pub(super) struct Held(Vec<u64>);
+
+impl Held {
+    /// Room for `most` frames.
+    pub(super) fn with_room(most: usize) -> Held {
+        Held(Vec::with_capacity(most))
+    }
+
+    /// Frames held.
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The oldest frame held.
+    pub(super) fn first(&self) -> Option<u64> {
+        self.0.first().copied()
+    }
+
+    /// Frame `seq` is held (frames are taken in order: it goes last).
+    pub(super) fn insert(&mut self, seq: u64) {
+        let at = self.0.partition_point(|&s| s < seq);
+        if self.0.get(at) != Some(&seq) {
+            self.0.insert(at, seq);
+        }
+    }
+
+    /// Frame `seq` is no longer held.
+    pub(super) fn remove(&mut self, seq: u64) {
+        if let Ok(at) = self.0.binary_search(&seq) {
+            self.0.remove(at);
+        }
     }
 }
 
@@ -96,15 +135,14 @@ impl StreamConsumer {
             let read = sh.read.load(Ordering::Acquire);
             let pinned = held
                 .first()
-                .is_some_and(|&oldest| read >= oldest.saturating_add(core.depth));
+                .is_some_and(|oldest| read >= oldest.saturating_add(core.depth));
             if held.len() >= most || pinned {
                 return Err(Error::FrameHeld(core.name.clone()));
             }
         }
-        let deadline = deadline(timeout);
         let data = core.event(h::DATA_EVENT);
         // Liveness probes read /proc: only once a wait has lasted a tick.
-        let started = Instant::now();
+        let mut clock: Option<WaitClock> = None;
         loop {
             let seen = data.current();
             let ring = core.ring();
@@ -120,7 +158,7 @@ impl StreamConsumer {
                         Err(e) => {
                             ring.release_to(
                                 sh.index,
-                                held.first().copied().unwrap_or(seq.saturating_add(1)),
+                                held.first().unwrap_or(seq.saturating_add(1)),
                             );
                             sh.read.store(seq.saturating_add(1), Ordering::Release);
                             return Err(e);
@@ -138,6 +176,8 @@ impl StreamConsumer {
                 }
                 Poll::Empty => {}
             }
+            let WaitClock { started, deadline } =
+                *clock.get_or_insert_with(|| WaitClock::start(timeout));
             let end = core.word(h::END).load(Ordering::SeqCst);
             if end & ENDED != 0 && next >= end & END_MASK {
                 return Ok(None);
@@ -218,5 +258,38 @@ impl Iterator for Frames<'_> {
                 Some(Err(e))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Held;
+
+    /// Frames dropped in any order leave the oldest still held first, and
+    /// the room reserved at attach is never outgrown.
+    #[test]
+    fn held_frames_stay_in_order_without_growing() {
+        let mut h = Held::with_room(4);
+        let room = h.0.capacity();
+        for s in [5, 6, 7, 8] {
+            h.insert(s);
+        }
+        h.insert(6);
+        assert_eq!(h.len(), 4, "a frame held twice counts once");
+        h.remove(6);
+        assert_eq!((h.first(), h.len()), (Some(5), 3));
+        h.remove(5);
+        assert_eq!(h.first(), Some(7));
+        h.remove(42);
+        assert_eq!(h.len(), 2);
+        h.insert(9);
+        h.insert(3);
+        assert_eq!(h.0, vec![3, 7, 8, 9]);
+        assert_eq!(h.0.capacity(), room);
+        h.remove(3);
+        h.remove(7);
+        h.remove(8);
+        h.remove(9);
+        assert_eq!(h.first(), None);
     }
 }

@@ -51,8 +51,8 @@ impl Context {
         } else {
             0
         };
-        for w in &words[h::DATA_EVENT..=h::SPACE_EVENT] {
-            w.store(0, Ordering::Relaxed);
+        for i in [h::DATA_EVENT, h::SPACE_EVENT] {
+            words[i].store(0, Ordering::Relaxed);
         }
         let geometry = ring::Geometry {
             depth: opts.depth,
@@ -158,12 +158,16 @@ impl Context {
             }
         }
         let next = ring.cw(index, c::NEXT).load(Ordering::SeqCst);
+        let most = match core.overflow {
+            Overflow::DropOldest => 1,
+            Overflow::Block => core.depth as usize,
+        };
         Ok(StreamConsumer {
             shared: Arc::new(ConsumerShared {
                 core,
                 index,
                 token: me,
-                held: Mutex::new(BTreeSet::new()),
+                held: Mutex::new(Held::with_room(most)),
                 read: AtomicU64::new(next),
             }),
         })

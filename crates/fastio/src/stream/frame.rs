@@ -12,7 +12,10 @@ pub struct Frame {
     pub(super) seq: u64,
     pub(super) source_seq: u64,
     pub(super) timestamp_ns: u64,
-    pub(super) shape: Vec<usize>,
+    /// The shape's dimensions are `dims[..ndim]` (inline: no allocation
+    /// per frame).
+    pub(super) dims: [usize; MAX_FRAME_DIMS],
+    pub(super) ndim: usize,
     pub(super) off: usize,
     pub(super) len: usize,
 }
@@ -33,7 +36,11 @@ impl Frame {
         if ndim != core.max_shape.len() {
             return Err(bad(format!("{ndim} dimensions")));
         }
-        let shape: Vec<usize> = (0..ndim).map(|i| get(s::DIMS + i) as usize).collect();
+        let mut dims = [0usize; MAX_FRAME_DIMS];
+        for (i, d) in dims[..ndim].iter_mut().enumerate() {
+            *d = get(s::DIMS + i) as usize;
+        }
+        let shape = &dims[..ndim];
         if shape.iter().zip(&core.max_shape).any(|(d, m)| d > m) {
             return Err(bad(format!("shape {shape:?} over {:?}", core.max_shape)));
         }
@@ -46,7 +53,8 @@ impl Frame {
             seq,
             source_seq: get(s::SOURCE_SEQ),
             timestamp_ns: get(s::TIMESTAMP),
-            shape,
+            dims,
+            ndim,
             off: core.slot_off(slot),
             len: want,
         })
@@ -69,7 +77,7 @@ impl Frame {
 
     /// The frame's shape.
     pub fn shape(&self) -> &[usize] {
-        &self.shape
+        &self.dims[..self.ndim]
     }
 
     /// The element type.
@@ -91,7 +99,7 @@ impl Frame {
     /// (and so its slot) until the array and its views are gone.
     pub fn into_array(self) -> Result<Array> {
         let element = Type::primitive(self.shared.core.element);
-        let shape = self.shape.clone();
+        let shape = self.shape().to_vec();
         let block = MemoryBlock::from_owner(self);
         Ok(Array::from_block(&block, 0, element, &shape)?)
     }
@@ -102,7 +110,7 @@ impl Frame {
     /// (and so its slot) until the array and its views are gone.
     pub fn shared_array(frame: &Arc<Frame>) -> Result<Array> {
         let element = Type::primitive(frame.shared.core.element);
-        let shape = frame.shape.clone();
+        let shape = frame.shape().to_vec();
         let block = MemoryBlock::from_owner(SharedFrame(frame.clone()));
         Ok(Array::from_block(&block, 0, element, &shape)?)
     }
@@ -136,10 +144,9 @@ impl Drop for Frame {
     fn drop(&mut self) {
         let sh = &self.shared;
         let mut held = sh.held();
-        held.remove(&self.seq);
+        held.remove(self.seq);
         let upto = held
             .first()
-            .copied()
             .unwrap_or_else(|| sh.read.load(Ordering::Acquire));
         sh.core.ring().release_to(sh.index, upto);
         drop(held);

@@ -67,7 +67,6 @@
 //! [`shm_core::ring`]; this module adds the slots' bytes, waiting and
 //! liveness.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -101,7 +100,7 @@ pub use producer::{SlotMut, StreamProducer};
 pub use status::{ConsumerStatus, StreamStatus};
 pub use tap::{CopiedFrame, StreamTap};
 
-use consumer::ConsumerShared;
+use consumer::{ConsumerShared, Held};
 use ring_handle::StreamCore;
 
 pub use crate::names::STREAM_PREFIX;
@@ -127,6 +126,28 @@ fn now_ns() -> u64 {
 
 fn deadline(timeout: Option<Duration>) -> Option<Instant> {
     timeout.and_then(|t| Instant::now().checked_add(t))
+}
+
+/// When a call's wait began and when it must end: read from the clock
+/// only once the call has to wait (on the spinning path a frame's whole
+/// step costs about as much as two readings of the clock).
+#[derive(Debug, Clone, Copy)]
+struct WaitClock {
+    /// When the first wait began (liveness probes only after a tick).
+    started: Instant,
+    /// When the call gives up.
+    deadline: Option<Instant>,
+}
+
+impl WaitClock {
+    /// The clock of a call with `timeout`, read now (on its first wait).
+    fn start(timeout: Option<Duration>) -> WaitClock {
+        let started = Instant::now();
+        WaitClock {
+            started,
+            deadline: timeout.and_then(|t| started.checked_add(t)),
+        }
+    }
 }
 
 /// The allocation name of stream `name`.

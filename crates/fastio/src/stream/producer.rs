@@ -92,11 +92,10 @@ impl StreamProducer {
         if self.begun.is_some() {
             return Ok(());
         }
-        let deadline = deadline(timeout);
         let core = &self.core;
         let space = core.event(h::SPACE_EVENT);
         // Liveness probes read /proc: only once a wait has lasted a tick.
-        let started = Instant::now();
+        let mut clock: Option<WaitClock> = None;
         let slot = loop {
             if let Some(e) = core.end_error(core.word(h::END).load(Ordering::SeqCst)) {
                 return Err(e);
@@ -106,6 +105,8 @@ impl StreamProducer {
             match ring.try_begin(self.next, self.last) {
                 Space::Ready(slot) => break slot,
                 Space::Wait(i) => {
+                    let WaitClock { started, deadline } =
+                        *clock.get_or_insert_with(|| WaitClock::start(timeout));
                     let owner = ring.cw(i, c::OWNER);
                     let o = owner.load(Ordering::SeqCst);
                     let recorder = core.flags & FLAG_RECORDER_PLACE != 0 && i + 1 == core.consumers;
