@@ -79,6 +79,8 @@ mod testenv;
 mod loom_models;
 #[cfg(all(test, loom))]
 mod ring_loom;
+#[cfg(all(test, not(loom)))]
+mod ring_tests;
 
 pub use error::{Error, HeaderError, LockError, Result, human_bytes};
 pub use event::ShmEvent;

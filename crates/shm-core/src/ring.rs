@@ -11,21 +11,21 @@
 //! |---|---|
 //! | `0..32` | header: magic, depth, slot size, consumer count, overflow, flags, element, maximum shape, `head`, producer token, end word, events |
 //! | `32..32+8C` | one record of 8 words per consumer: owner, next, holding, dropped |
-//! | then `D` | positions (`drop-oldest`): which slot holds each of the last `D` frames |
+//! | then `D` | positions: which slot holds each of the last `D` frames |
 //! | then `16S` | one record of 16 words per slot: sequence, length, source sequence, timestamp, ndim, dimensions |
 //!
-//! Under `block` there are `S = D` slots and frame `s` uses slot `s % D`.
+//! Under `block` there are `S = D` slots and frame `s` goes into the slot
+//! freed most recently (invariant 8).
 //! Under `drop-oldest` there are `S = D + C + 1` slots: the last `D`
 //! frames sit in the positions, each consumer may hold one more, and one
 //! is always free, so the producer never waits.
 //!
 //! # Invariants (numbered; the code cites them)
 //!
-//! 1. A frame is readable when `head` is past it and its slot's record
-//!    (under `block`) or its position (under `drop-oldest`) names it; the
-//!    producer stores the slot's metadata, then the sequence or position
-//!    (release), then `head`, so a consumer that sees either sees a whole
-//!    frame.
+//! 1. A frame is readable when `head` is past it and its position names
+//!    its slot; the producer stores the slot's metadata, then its sequence
+//!    word and the position (release), then `head`, so a consumer that sees
+//!    any of them sees a whole frame.
 //! 2. Under `block`, while the producer writes frame `n` the slot's
 //!    sequence word is `WRITING | n`: never equal to a frame number, so a
 //!    frame being written is never taken for a complete one, even after a
@@ -68,7 +68,19 @@
 //!    so costs the producer one read-modify-write (its data event's bump)
 //!    and the consumer one (its space event's bump); on x86-64 every other
 //!    step is a plain load or store.
+//! 8. Under `block` a slot is free when the frame it holds is below every
+//!    attached consumer's `next` (invariant 3), and frame `n` goes into
+//!    the free slot whose frame was published last: the producer keeps
+//!    that order in its own memory ([`ProducerSlots`], rebuilt from the
+//!    sequence words when a producer takes a dead one's place). Position
+//!    `n % D` names the slot; it is rewritten only for frame `n + D`,
+//!    which waits until every consumer passed `n`, so a consumer finds
+//!    its next frame there while it is due. Of the `D` frames before `n`
+//!    fewer than `D` are unreleased, so a free slot always exists; a
+//!    stream whose consumers keep up cycles through two slots (their
+//!    pages and page-table entries stay warm) however deep the ring is.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// A 64-bit atomic word: `std`'s in shared memory, `loom`'s in the model
@@ -339,6 +351,18 @@ pub enum Poll {
 /// Why a header was refused.
 pub type Invalid = String;
 
+/// What a producer knows of the slots, in its own memory (invariant 8):
+/// under `block` the frames it published that may still be unreleased,
+/// oldest first, and the free slots, the one freed last on top; under
+/// `drop-oldest` the slot of its last frame (the search for a free one
+/// starts after it).
+#[derive(Debug, Clone, Default)]
+pub struct ProducerSlots {
+    in_flight: VecDeque<(u64, usize)>,
+    free: Vec<usize>,
+    last: usize,
+}
+
 impl<W> Clone for Ring<'_, W> {
     fn clone(&self) -> Self {
         *self
@@ -490,15 +514,51 @@ impl<'a, W: Word> Ring<'a, W> {
         self.cw(i, c::OWNER).load(Ordering::SeqCst) & DETACHED != 0
     }
 
+    /// What a producer that starts with `head` frames published knows of
+    /// the slots (invariant 8): under `block`, a slot whose sequence word
+    /// names one of the last `depth` frames may be unreleased; any other
+    /// (never used, marked `WRITING` by a producer that died before it
+    /// published, or holding an older frame) is free, oldest first.
+    pub fn producer_slots(&self, head: u64) -> ProducerSlots {
+        let mut slots = ProducerSlots {
+            in_flight: VecDeque::with_capacity(self.slots),
+            free: Vec::with_capacity(self.slots),
+            last: 0,
+        };
+        if self.overflow == Overflow::Block {
+            let oldest = head.saturating_sub(self.depth);
+            let mut held: Vec<(u64, usize)> = Vec::with_capacity(self.slots);
+            let mut free: Vec<(u64, usize)> = Vec::with_capacity(self.slots);
+            for k in 0..self.slots {
+                let seq = self.sw(k, s::SEQ).load(Ordering::Acquire);
+                if (oldest..head).contains(&seq) {
+                    held.push((seq, k));
+                } else {
+                    // Never used, being written, or older: first to go
+                    // under the frames released since.
+                    let order = if seq < head { seq } else { 0 };
+                    free.push((order, k));
+                }
+            }
+            held.sort_unstable();
+            free.sort_unstable();
+            slots.in_flight.extend(held);
+            slots.free.extend(free.into_iter().map(|(_, k)| k));
+        }
+        slots
+    }
+
     /// May the producer write frame `n` now, and into which slot? Under
-    /// `block` that is slot `n % depth` once every consumer released frame
-    /// `n - depth`; the slot is then marked `WRITING` (invariants 2, 3).
-    /// Under `drop-oldest` it is any slot that no position names and no
-    /// consumer holds, starting after `last` (invariant 4); there always is
-    /// one.
-    pub fn try_begin(&self, n: u64, last: usize) -> Space {
+    /// `block` that is the free slot freed last (invariant 8), once every
+    /// consumer released frame `n - depth` (invariant 3); the slot is then
+    /// marked `WRITING` (invariant 2). Under `drop-oldest` it is any slot
+    /// that no position names and no consumer holds, starting after the
+    /// last one (invariant 4); there always is one. An error only when
+    /// `slots` is not this ring's.
+    pub fn try_begin(&self, n: u64, slots: &mut ProducerSlots) -> Result<Space, Invalid> {
         match self.overflow {
             Overflow::Block => {
+                let mut released = n;
                 for i in 0..self.consumers {
                     if self.detached(i) {
                         continue;
@@ -506,10 +566,29 @@ impl<'a, W: Word> Ring<'a, W> {
                     // Invariant 3.
                     let next = self.cw(i, c::NEXT).load(Ordering::Acquire);
                     if next.saturating_add(self.depth) <= n {
-                        return Space::Wait(i);
+                        return Ok(Space::Wait(i));
                     }
+                    released = released.min(next);
                 }
-                let slot = (n % self.depth) as usize;
+                // Invariant 8: frames below every `next` free their slots,
+                // the newest last (on top).
+                while let Some(&(seq, k)) = slots.in_flight.front() {
+                    if seq >= released {
+                        break;
+                    }
+                    slots.in_flight.pop_front();
+                    slots.free.push(k);
+                }
+                let slot = match slots.free.pop() {
+                    Some(k) if k < self.slots => k,
+                    _ => {
+                        return Err(format!(
+                            "frame {n}: no free slot of {} ({} in flight)",
+                            self.slots,
+                            slots.in_flight.len()
+                        ));
+                    }
+                };
                 // Invariant 6: the mark, then a release fence, before any
                 // byte of the new frame. The fence orders the mark before
                 // every later store, which is all an observer's acquire
@@ -517,21 +596,21 @@ impl<'a, W: Word> Ring<'a, W> {
                 // fence is free on x86-64 (a compiler barrier).
                 self.sw(slot, s::SEQ).store(WRITING | n, Ordering::Relaxed);
                 W::release_fence();
-                Space::Ready(slot)
+                Ok(Space::Ready(slot))
             }
             Overflow::DropOldest => {
                 // Invariant 4: every position this producer replaced, then
                 // the fence, then the holdings.
                 W::fence();
                 for step in 1..=self.slots {
-                    let k = (last + step) % self.slots;
+                    let k = (slots.last + step) % self.slots;
                     if !self.named_or_held(k) {
-                        return Space::Ready(k);
+                        return Ok(Space::Ready(k));
                     }
                 }
                 // Only a corrupt ring gets here: D positions and C
                 // holdings name at most D + C of the D + C + 1 slots.
-                Space::Wait(0)
+                Err(format!("frame {n}: every slot named or held"))
             }
         }
     }
@@ -548,14 +627,22 @@ impl<'a, W: Word> Ring<'a, W> {
             })
     }
 
-    /// Publishes frame `n` from `slot`, whose bytes and metadata the
-    /// producer wrote (invariant 1).
-    pub fn publish(&self, n: u64, slot: usize) {
+    /// Publishes frame `n` from `slot` (which [`Ring::try_begin`] gave
+    /// for it), whose bytes and metadata the producer wrote (invariant 1).
+    pub fn publish(&self, n: u64, slot: usize, slots: &mut ProducerSlots) {
         self.sw(slot, s::SEQ).store(n, Ordering::Release);
-        if self.overflow == Overflow::DropOldest {
-            // Invariant 4: the replaced position takes part in the Dekker
-            // pair with a consumer's holding.
-            self.position(n).store(entry(n, slot), Ordering::SeqCst);
+        match self.overflow {
+            Overflow::Block => {
+                // Invariant 8: the position names the slot.
+                self.position(n).store(entry(n, slot), Ordering::Release);
+                slots.in_flight.push_back((n, slot));
+            }
+            Overflow::DropOldest => {
+                // Invariant 4: the replaced position takes part in the
+                // Dekker pair with a consumer's holding.
+                self.position(n).store(entry(n, slot), Ordering::SeqCst);
+                slots.last = slot;
+            }
         }
         // Invariant 7: a release store; a consumer's acquire load of
         // `head` then sees the whole frame (invariant 1).
@@ -571,11 +658,21 @@ impl<'a, W: Word> Ring<'a, W> {
         let holding = self.cw(i, c::HOLDING);
         match self.overflow {
             Overflow::Block => {
+                // Invariant 8: the position names the frame's slot while
+                // this consumer has not passed it.
+                let e = self.position(next).load(Ordering::Acquire);
+                let slot = match split(e) {
+                    Some((seq, slot)) if seq == next && slot < self.slots => slot,
+                    _ => {
+                        return Err(format!(
+                            "frame {next}: its position holds {e:#x} under block (corrupt ring)"
+                        ));
+                    }
+                };
                 // Under `block` the producer never reads holdings (it
                 // waits on `next`, invariant 3): the word is only said,
                 // for those who look at the ring (invariant 7).
-                holding.store(entry(next, 0), Ordering::Relaxed);
-                let slot = (next % self.depth) as usize;
+                holding.store(entry(next, slot), Ordering::Relaxed);
                 let seq = self.sw(slot, s::SEQ).load(Ordering::Acquire);
                 if seq == next {
                     return Ok(Poll::Frame(next, slot));
@@ -622,29 +719,20 @@ impl<'a, W: Word> Ring<'a, W> {
         if self.w[h::HEAD].load(Ordering::Acquire) <= n {
             return None;
         }
-        let slot = match self.overflow {
-            Overflow::Block => (n % self.depth) as usize,
-            Overflow::DropOldest => {
-                let (seq, slot) = split(self.position(n).load(Ordering::Acquire))?;
-                if seq != n || slot >= self.slots {
-                    return None;
-                }
-                slot
-            }
-        };
+        let (seq, slot) = split(self.position(n).load(Ordering::Acquire))?;
+        if seq != n || slot >= self.slots {
+            return None;
+        }
         (self.sw(slot, s::SEQ).load(Ordering::Acquire) == n).then_some(slot)
     }
 
     /// Whether frame `n` is still in `slot` after the observer copied it:
-    /// an acquire fence, then the slot's sequence word (and, under
-    /// `drop-oldest`, the position) as [`Ring::observe`] saw them.
+    /// an acquire fence, then the position and the slot's sequence word as
+    /// [`Ring::observe`] saw them.
     pub fn still(&self, n: u64, slot: usize) -> bool {
         W::acquire_fence();
-        let named = match self.overflow {
-            Overflow::Block => true,
-            Overflow::DropOldest => split(self.position(n).load(Ordering::Relaxed))
-                .is_some_and(|(seq, s)| seq == n && s == slot),
-        };
+        let named = split(self.position(n).load(Ordering::Relaxed))
+            .is_some_and(|(seq, s)| seq == n && s == slot);
         named && self.sw(slot, s::SEQ).load(Ordering::Relaxed) == n
     }
 

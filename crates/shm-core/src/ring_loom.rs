@@ -65,10 +65,10 @@ impl World {
 
     fn produce(&self, frames: u64) {
         let ring = self.ring();
-        let mut last = 0;
+        let mut slots = ring.producer_slots(0);
         for n in 0..frames {
             let slot = loop {
-                match ring.try_begin(n, last) {
+                match ring.try_begin(n, &mut slots).unwrap() {
                     Space::Ready(k) => break k,
                     Space::Wait(_) => {
                         assert_eq!(self.overflow, Overflow::Block, "drop-oldest never waits");
@@ -79,8 +79,7 @@ impl World {
             // SAFETY: loom checks that no consumer reads this cell now.
             self.payload[slot].with_mut(|p| unsafe { *p = value(n) });
             self.shadow[slot].store(value(n), std::sync::atomic::Ordering::Relaxed);
-            ring.publish(n, slot);
-            last = slot;
+            ring.publish(n, slot, &mut slots);
         }
     }
 

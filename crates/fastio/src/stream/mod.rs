@@ -81,7 +81,7 @@ use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::mapping::RingRegion;
 
-use ring::{DETACHED, END_MASK, ENDED, POISONED, Poll, Ring, Space, c, h, s};
+use ring::{DETACHED, END_MASK, ENDED, POISONED, Poll, ProducerSlots, Ring, Space, c, h, s};
 pub use ring::{MAX_FRAME_DIMS, Overflow};
 
 mod consumer;

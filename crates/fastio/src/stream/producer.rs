@@ -8,9 +8,8 @@ use super::*;
 pub struct StreamProducer {
     pub(super) core: StreamCore,
     pub(super) next: u64,
-    /// The slot of the last frame (`drop-oldest` looks for a free one
-    /// after it).
-    pub(super) last: usize,
+    /// What this producer knows of the slots (ring invariant 8).
+    pub(super) slots: ProducerSlots,
     /// The slot taken and not yet published.
     pub(super) begun: Option<Begun>,
     pub(super) ended: bool,
@@ -26,11 +25,14 @@ pub(super) struct Begun {
 }
 
 impl StreamProducer {
+    /// The producer of `core` from frame `next` on (`head`: a producer
+    /// that takes a dead one's place goes on where it stopped).
     pub(super) fn new(core: StreamCore, next: u64) -> StreamProducer {
+        let slots = core.ring().producer_slots(next);
         StreamProducer {
             core,
             next,
-            last: 0,
+            slots,
             begun: None,
             ended: false,
         }
@@ -102,7 +104,10 @@ impl StreamProducer {
             }
             let seen = space.current();
             let ring = core.ring();
-            match ring.try_begin(self.next, self.last) {
+            let room = ring
+                .try_begin(self.next, &mut self.slots)
+                .map_err(|e| Error::corrupt(format!("stream {}: {e}", core.name)))?;
+            match room {
                 Space::Ready(slot) => break slot,
                 Space::Wait(i) => {
                     let WaitClock { started, deadline } =
@@ -215,10 +220,9 @@ impl StreamProducer {
         for (i, &d) in b.shape.iter().enumerate() {
             ring.sw(k, s::DIMS + i).store(d as u64, Ordering::Relaxed);
         }
-        ring.publish(seq, k);
+        ring.publish(seq, k, &mut self.slots);
         core.event(h::DATA_EVENT).notify();
         self.next = seq.wrapping_add(1);
-        self.last = k;
         Ok(())
     }
 

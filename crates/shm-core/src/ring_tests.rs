@@ -1,0 +1,182 @@
+//! Unit tests of the frame ring's slot choice under `block` (invariant 8),
+//! on `std`'s atomics in one thread: which slot each frame goes into, and
+//! a random walk of producer steps, consumer takes and releases in any
+//! order, and producers taking a dead one's place, checked against a
+//! model of what every consumer still holds.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::AtomicU64;
+
+use crate::ring::{Geometry, Overflow, Poll, ProducerSlots, Ring, Space, control_words};
+
+fn words(depth: usize, consumers: usize) -> Vec<AtomicU64> {
+    let n = control_words(depth, consumers, Overflow::Block).unwrap();
+    (0..n).map(|_| AtomicU64::new(0)).collect()
+}
+
+fn init(w: &[AtomicU64], depth: usize, consumers: usize) -> Ring<'_> {
+    let geometry = Geometry {
+        depth,
+        slot_size: 8,
+        consumers,
+        overflow: Overflow::Block,
+        flags: 0,
+        element: 0,
+        max_shape: &[1],
+    };
+    Ring::init(w, &geometry, 1).unwrap()
+}
+
+fn produce(ring: &Ring<'_>, n: u64, slots: &mut ProducerSlots) -> Option<usize> {
+    match ring.try_begin(n, slots).unwrap() {
+        Space::Ready(k) => {
+            ring.publish(n, k, slots);
+            Some(k)
+        }
+        Space::Wait(_) => None,
+    }
+}
+
+/// A consumer that releases each frame before the next is produced is
+/// served from one slot of a deep ring: its pages stay warm.
+#[test]
+fn a_consumer_that_keeps_up_is_served_from_one_slot() {
+    let w = words(8, 1);
+    let ring = init(&w, 8, 1);
+    let mut slots = ring.producer_slots(0);
+    let mut used = BTreeSet::new();
+    for n in 0..100 {
+        let k = produce(&ring, n, &mut slots).unwrap();
+        assert_eq!(ring.poll(0, n).unwrap(), Poll::Frame(n, k));
+        ring.release(0, n);
+        used.insert(k);
+    }
+    assert_eq!(used.len(), 1, "slots used: {used:?}");
+}
+
+/// One frame behind, two slots take turns.
+#[test]
+fn a_consumer_one_frame_behind_cycles_two_slots() {
+    let w = words(8, 1);
+    let ring = init(&w, 8, 1);
+    let mut slots = ring.producer_slots(0);
+    let mut used = BTreeSet::new();
+    produce(&ring, 0, &mut slots).unwrap();
+    for n in 1..100 {
+        let k = produce(&ring, n, &mut slots).unwrap();
+        let Poll::Frame(seq, _) = ring.poll(0, n - 1).unwrap() else {
+            panic!("frame {} published", n - 1);
+        };
+        ring.release(0, seq);
+        used.insert(k);
+    }
+    assert_eq!(used.len(), 2, "slots used: {used:?}");
+}
+
+/// The producer waits exactly when a consumer is `depth` frames behind.
+#[test]
+fn the_producer_waits_for_the_slowest_consumer() {
+    let w = words(3, 2);
+    let ring = init(&w, 3, 2);
+    let mut slots = ring.producer_slots(0);
+    for n in 0..3 {
+        produce(&ring, n, &mut slots).unwrap();
+    }
+    assert_eq!(ring.try_begin(3, &mut slots).unwrap(), Space::Wait(0));
+    ring.release(0, 0);
+    assert_eq!(ring.try_begin(3, &mut slots).unwrap(), Space::Wait(1));
+    ring.release(1, 1);
+    assert!(matches!(
+        ring.try_begin(3, &mut slots).unwrap(),
+        Space::Ready(_)
+    ));
+}
+
+/// Small deterministic generator (the walk is the same every run).
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// Random steps: the producer publishes (the payload of a slot is the
+/// frame number written into a side table), consumers take frames and
+/// release them in any order (the ring's `next` stays at the oldest held),
+/// and now and then a new producer takes over from the words alone. Every
+/// frame a consumer takes carries its own number, and no slot is written
+/// while a consumer holds the frame in it.
+#[test]
+fn random_steps_never_hand_out_a_held_slot() {
+    let steps = if cfg!(miri) { 400 } else { 40_000 };
+    let mut rng = Lcg(0x5eed_0031);
+    for depth in [1usize, 2, 3, 5] {
+        let consumers = 2;
+        let w = words(depth, consumers);
+        let ring = init(&w, depth, consumers);
+        let mut slots = ring.producer_slots(0);
+        // What each slot holds (the "bytes"), and each consumer's state.
+        let mut payload = vec![u64::MAX; depth];
+        let mut next = vec![0u64; consumers];
+        let mut held: Vec<BTreeMap<u64, usize>> = vec![BTreeMap::new(); consumers];
+        let mut head = 0u64;
+        for _ in 0..steps {
+            match rng.below(10) {
+                0..=3 => match ring.try_begin(head, &mut slots).unwrap() {
+                    Space::Ready(k) => {
+                        for (i, h) in held.iter().enumerate() {
+                            assert!(
+                                !h.values().any(|&s| s == k),
+                                "depth {depth}: frame {head} into slot {k} held by consumer {i}"
+                            );
+                        }
+                        payload[k] = head;
+                        ring.publish(head, k, &mut slots);
+                        head += 1;
+                    }
+                    Space::Wait(i) => {
+                        let oldest = held[i].keys().next().copied().unwrap_or(next[i]);
+                        assert!(oldest + depth as u64 <= head, "waited on consumer {i}");
+                    }
+                },
+                4..=6 => {
+                    let i = rng.below(consumers as u64) as usize;
+                    if held[i].len() < depth
+                        && let Poll::Frame(seq, k) = ring.poll(i, next[i]).unwrap()
+                    {
+                        assert_eq!(seq, next[i]);
+                        assert_eq!(payload[k], seq, "consumer {i} read slot {k}");
+                        held[i].insert(seq, k);
+                        next[i] += 1;
+                    }
+                }
+                7 | 8 => {
+                    let i = rng.below(consumers as u64) as usize;
+                    if !held[i].is_empty() {
+                        let pick = rng.below(held[i].len() as u64) as usize;
+                        let seq = *held[i].keys().nth(pick).unwrap();
+                        held[i].remove(&seq);
+                        let upto = held[i].keys().next().copied().unwrap_or(next[i]);
+                        ring.release_to(i, upto);
+                    }
+                }
+                _ => {
+                    // A producer takes a dead one's place, sometimes after
+                    // it marked a slot and died before publishing.
+                    if rng.below(2) == 0
+                        && let Space::Ready(k) = ring.try_begin(head, &mut slots).unwrap()
+                    {
+                        payload[k] = u64::MAX;
+                    }
+                    slots = ring.producer_slots(ring.head());
+                }
+            }
+        }
+        assert!(head > steps as u64 / 40, "depth {depth}: {head} frames");
+    }
+}
