@@ -56,8 +56,9 @@
 //!    fence) writes it; under `drop-oldest` it replaces the position that
 //!    names a slot, then (after the fence of invariant 4) chooses and writes
 //!    it. So an observer whose copy saw any byte of a newer frame sees the
-//!    slot's mark or the replaced position, and drops the copy. It never
-//!    writes a word: the producer never waits for it.
+//!    slot's mark or the replaced position, and drops the copy. The only
+//!    word it writes is the count of observers, when it comes and goes:
+//!    the producer never waits for it.
 //! 7. Only the Dekker pairs need sequential consistency: a consumer's
 //!    holding against the producer's replaced position under
 //!    `drop-oldest` (invariant 4, with its fences) and the events' words
@@ -79,6 +80,12 @@
 //!    fewer than `D` are unreleased, so a free slot always exists; a
 //!    stream whose consumers keep up cycles through two slots (their
 //!    pages and page-table entries stay warm) however deep the ring is.
+//!    While an observer is attached (`OBSERVERS`, invariant 6) the
+//!    producer takes the slot freed *first* instead: every frame then
+//!    stays in its slot as long as the ring allows, for the observer to
+//!    copy (the order of a ring that writes slot `n % D`). An observer
+//!    killed while attached leaves that order on: it costs warmth, never
+//!    a frame.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -92,6 +99,8 @@ pub trait Word {
     fn store(&self, v: u64, order: Ordering);
     /// `fetch_add`.
     fn fetch_add(&self, v: u64, order: Ordering) -> u64;
+    /// `compare_exchange` (relaxed on failure).
+    fn compare_exchange(&self, old: u64, new: u64, order: Ordering) -> Result<u64, u64>;
     /// A sequentially consistent fence (`std::sync::atomic::fence`, or
     /// `loom`'s, which models store-load ordering only through fences).
     fn fence();
@@ -110,6 +119,9 @@ impl Word for AtomicU64 {
     }
     fn fetch_add(&self, v: u64, order: Ordering) -> u64 {
         AtomicU64::fetch_add(self, v, order)
+    }
+    fn compare_exchange(&self, old: u64, new: u64, order: Ordering) -> Result<u64, u64> {
+        AtomicU64::compare_exchange(self, old, new, order, Ordering::Relaxed)
     }
     fn fence() {
         std::sync::atomic::fence(Ordering::SeqCst)
@@ -132,6 +144,9 @@ impl Word for loom::sync::atomic::AtomicU64 {
     }
     fn fetch_add(&self, v: u64, order: Ordering) -> u64 {
         loom::sync::atomic::AtomicU64::fetch_add(self, v, order)
+    }
+    fn compare_exchange(&self, old: u64, new: u64, order: Ordering) -> Result<u64, u64> {
+        loom::sync::atomic::AtomicU64::compare_exchange(self, old, new, order, Ordering::Relaxed)
     }
     fn fence() {
         loom::sync::atomic::fence(Ordering::SeqCst)
@@ -199,6 +214,9 @@ pub mod h {
     /// cache line) are the consumers': a release does not take the line
     /// the producer's `head` lives on away from it.
     pub const SPACE_EVENT: usize = 24;
+    /// Observers attached (invariant 8): while there are any, a slot is
+    /// reused as late as possible instead of as soon as possible.
+    pub const OBSERVERS: usize = 25;
 }
 
 /// Consumer record word indexes.
@@ -359,7 +377,7 @@ pub type Invalid = String;
 #[derive(Debug, Clone, Default)]
 pub struct ProducerSlots {
     in_flight: VecDeque<(u64, usize)>,
-    free: Vec<usize>,
+    free: VecDeque<usize>,
     last: usize,
 }
 
@@ -410,6 +428,7 @@ impl<'a, W: Word> Ring<'a, W> {
         set(h::HEAD, 0);
         set(h::PRODUCER, producer);
         set(h::END, 0);
+        set(h::OBSERVERS, 0);
         let ring = Ring::trusted(w, depth as u64, consumers, overflow);
         for i in 0..consumers {
             for k in 0..CONSUMER_WORDS {
@@ -522,7 +541,7 @@ impl<'a, W: Word> Ring<'a, W> {
     pub fn producer_slots(&self, head: u64) -> ProducerSlots {
         let mut slots = ProducerSlots {
             in_flight: VecDeque::with_capacity(self.slots),
-            free: Vec::with_capacity(self.slots),
+            free: VecDeque::with_capacity(self.slots),
             last: 0,
         };
         if self.overflow == Overflow::Block {
@@ -577,9 +596,14 @@ impl<'a, W: Word> Ring<'a, W> {
                         break;
                     }
                     slots.in_flight.pop_front();
-                    slots.free.push(k);
+                    slots.free.push_back(k);
                 }
-                let slot = match slots.free.pop() {
+                let observed = self.w[h::OBSERVERS].load(Ordering::Relaxed) != 0;
+                let slot = match if observed {
+                    slots.free.pop_front()
+                } else {
+                    slots.free.pop_back()
+                } {
                     Some(k) if k < self.slots => k,
                     _ => {
                         return Err(format!(
@@ -709,6 +733,25 @@ impl<'a, W: Word> Ring<'a, W> {
                     .fetch_add(to.wrapping_sub(next), Ordering::Relaxed);
                 self.cw(i, c::NEXT).store(to, Ordering::Release);
                 Ok(Poll::Skipped(to))
+            }
+        }
+    }
+
+    /// An observer comes (invariants 6 and 8): until it goes, slots are
+    /// reused as late as the ring allows.
+    pub fn observer_attached(&self) {
+        self.w[h::OBSERVERS].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// An observer goes (see [`Ring::observer_attached`]).
+    pub fn observer_left(&self) {
+        let word = &self.w[h::OBSERVERS];
+        let mut seen = word.load(Ordering::Relaxed);
+        // Never below zero (another process may have scribbled it).
+        while seen != 0 {
+            match word.compare_exchange(seen, seen - 1, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(now) => seen = now,
             }
         }
     }

@@ -73,6 +73,43 @@ fn a_consumer_one_frame_behind_cycles_two_slots() {
     assert_eq!(used.len(), 2, "slots used: {used:?}");
 }
 
+/// While an observer is attached every frame stays in its slot until the
+/// ring needs it (the last `depth` frames can all be observed); once it
+/// left, the warm slot is reused again.
+#[test]
+fn an_observer_keeps_frames_in_their_slots_as_long_as_the_ring_allows() {
+    let w = words(4, 1);
+    let ring = init(&w, 4, 1);
+    let mut slots = ring.producer_slots(0);
+    ring.observer_attached();
+    ring.observer_attached();
+    ring.observer_left();
+    let mut used = BTreeSet::new();
+    for n in 0..40 {
+        used.insert(produce(&ring, n, &mut slots).unwrap());
+        ring.poll(0, n).unwrap();
+        ring.release(0, n);
+        for back in 0..4.min(n + 1) {
+            let k = ring.observe(n - back);
+            assert!(
+                k.is_some_and(|k| ring.still(n - back, k)),
+                "frame {} of {n}",
+                n - back
+            );
+        }
+    }
+    assert_eq!(used.len(), 4);
+    ring.observer_left();
+    ring.observer_left();
+    used.clear();
+    for n in 40..80 {
+        used.insert(produce(&ring, n, &mut slots).unwrap());
+        ring.poll(0, n).unwrap();
+        ring.release(0, n);
+    }
+    assert_eq!(used.len(), 1, "slots used: {used:?}");
+}
+
 /// The producer waits exactly when a consumer is `depth` frames behind.
 #[test]
 fn the_producer_waits_for_the_slowest_consumer() {
@@ -163,6 +200,13 @@ fn random_steps_never_hand_out_a_held_slot() {
                         held[i].remove(&seq);
                         let upto = held[i].keys().next().copied().unwrap_or(next[i]);
                         ring.release_to(i, upto);
+                    }
+                }
+                9 if rng.below(4) == 0 => {
+                    if rng.below(2) == 0 {
+                        ring.observer_attached();
+                    } else {
+                        ring.observer_left();
                     }
                 }
                 _ => {

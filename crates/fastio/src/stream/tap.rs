@@ -48,13 +48,23 @@ impl Context {
     /// to a running pipeline), without taking a consumer's place.
     pub fn stream_tap(&self, name: &str) -> Result<StreamTap> {
         let core = self.open_stream(name)?;
-        let next = core.ring().head();
+        let ring = core.ring();
+        ring.observer_attached();
+        let next = ring.head();
         Ok(StreamTap {
             core,
             next,
             skipped: 0,
             behind: false,
         })
+    }
+}
+
+impl Drop for StreamTap {
+    /// Frames go back to being kept warm rather than kept long (ring
+    /// invariant 8).
+    fn drop(&mut self) {
+        self.core.ring().observer_left();
     }
 }
 
