@@ -167,7 +167,10 @@ impl Context {
     /// `memfd` received from another process).
     pub fn from_segment(segment: Segment) -> Result<Context> {
         let data_offset = segment.data_offset().get();
-        let words = segment.words(Offset(data_offset + 64), HEADER_WORDS)?;
+        let words = segment.words(
+            Offset(data_offset + crate::layout::CONTROL_AFTER_MUTEX),
+            HEADER_WORDS,
+        )?;
         let header: [u64; HEADER_WORDS] =
             std::array::from_fn(|i| words[i].load(std::sync::atomic::Ordering::Acquire));
         let layout = Layout::from_header(

@@ -20,9 +20,11 @@ use crate::ops::Discard;
 use crate::recover::Recovery;
 use crate::table::{Me, Table};
 
-/// Offset of the publication event from the context mutex (which takes 8
-/// bytes; the control words start at 64).
-const PUBLICATION_EVENT: u64 = 8;
+/// Offset of the publication event from the context mutex: a cache line
+/// of its own (the mutex takes the line before it, the control words
+/// start at 128), so a waiter spinning on the event does not take the
+/// lock's line away from the process that holds the lock.
+const PUBLICATION_EVENT: u64 = 64;
 
 /// What a context handle shares with its allocations.
 pub(crate) struct Shared {

@@ -16,8 +16,12 @@ use crate::error::{Error, Result};
 
 /// `"FASTIOC1"`: marks an initialised context.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"FASTIOC1");
-/// Layout version written by this crate.
-pub(crate) const VERSION: u64 = 1;
+/// Layout version written by this crate (2: the publication event on a
+/// cache line of its own, the control words 128 bytes after the mutex).
+pub(crate) const VERSION: u64 = 2;
+/// Where the control words start, in bytes after the mutex: the mutex's
+/// cache line, then the publication event's.
+pub(crate) const CONTROL_AFTER_MUTEX: u64 = 128;
 /// Page size of the heap; every block is a multiple of it.
 pub(crate) const PAGE: u64 = 4096;
 /// Size classes (see [`crate::heap::class_of`]).
@@ -110,7 +114,7 @@ impl Layout {
             + NUM_CLASSES
             + max_allocs as usize * rec_words
             + name_slots as usize * NAME_WORDS;
-        let control_offset = mutex_offset + 64;
+        let control_offset = mutex_offset + CONTROL_AFTER_MUTEX;
         let control_end = control_offset + 8 * words as u64;
         let heap_offset = control_end.next_multiple_of(PAGE);
         Ok(Layout {

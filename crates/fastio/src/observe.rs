@@ -162,7 +162,10 @@ impl Observer {
         }
         let data_offset = segment.data_offset().get();
         let mut header = [0u64; HEADER_WORDS];
-        segment.load_words(Offset(data_offset + 64), &mut header)?;
+        segment.load_words(
+            Offset(data_offset + crate::layout::CONTROL_AFTER_MUTEX),
+            &mut header,
+        )?;
         let layout = Layout::from_header(
             &header,
             data_offset,
