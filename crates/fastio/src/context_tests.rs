@@ -13,7 +13,7 @@ fn context(capacity: u64) -> Context {
 /// Overwrites `bytes.len()` bytes at `rel` bytes into the control words.
 fn scribble(ctx: &Context, rel: u64, bytes: &[u8]) {
     let seg = ctx.segment();
-    let at = seg.data_offset().get() + 64 + rel;
+    let at = seg.data_offset().get() + crate::layout::CONTROL_AFTER_MUTEX + rel;
     // SAFETY: no mapping of this context is alive while we write (the
     // scribbled words are control words, never lent out as references
     // other than atomics), and no other thread uses the context.
