@@ -598,13 +598,12 @@ fn goals(w: &mut String, groups: &Groups) {
          (`fastio_warm_page` in `stream/`) pays the context lock about four times per \
          payload (plus the waits' checks), where iceoryx2's publisher and subscriber \
          exchange offsets through lock-free queues; a stream of frames \
-         (`fastio_ring_page`) takes no lock and no allocation per frame; where it \
-         loses to iceoryx2 (64 MiB frames, sleeping or spinning) the time is not \
-         profiled yet: both sides touch one byte per page of every frame, so \
-         page-table and TLB work dominates there; \
-         the spinning depth-1 round trip at 4 KiB does more atomic read-modify-writes \
-         per step than iceoryx2's single-producer queues (a release count per \
-         consumer, the head, the waiter count of the event), also not profiled yet; \
+         (`fastio_ring_page`) takes no lock and no allocation per frame, one atomic \
+         read-modify-write a side (ring invariant 7), and reuses the slot freed last \
+         (invariant 8); with 64 MiB frames both sides touch 16,384 pages a frame, so \
+         page-table and TLB work dominates, and on this VM both our time and \
+         iceoryx2's swing between two levels about ×2 apart from one run to the next \
+         (150 and 300 µs a frame measured alternately): compare the two within one run; \
          a sleeping wait pays a futex wake-up on each \
          side of the round trip, which dominates small payloads on a VM; a round trip of \
          ours takes the context lock four times (create; publish and release; the \
