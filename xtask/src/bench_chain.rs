@@ -772,18 +772,10 @@ fn build_chain_binaries() -> Result<(), String> {
 
 pub(crate) fn run(report: bool, out: &mut String) -> Result<Vec<Peer>, String> {
     build_chain_binaries()?;
-    let python = Tools::new(None).python;
-    let built = || {
-        let mut probe = Command::new(&python);
-        probe.args(["-c", "import fastio"]);
-        crate::step::succeeds(probe)
-    };
-    if !built() && report {
-        crate::python::run()?;
-    }
-    if !built() {
+    if !crate::python::package_ready(report)? {
         return Err(
-            "the fastio Python package is not built (run `cargo xtask python` first)".into(),
+            "the fastio Python package is not built from the current sources (run `cargo xtask python` first)"
+                .into(),
         );
     }
     let mut peers = Vec::new();

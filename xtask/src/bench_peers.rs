@@ -229,18 +229,12 @@ pub(crate) fn python_beside(
         .join("venv-python")
         .join("bin")
         .join("python");
-    let built = || {
-        let mut probe = Command::new(&python);
-        probe.args(["-c", "import fastio"]);
-        crate::step::succeeds(probe)
-    };
-    if !built() && report {
-        crate::python::run()?;
-    }
-    if !built() {
+    // Built, and from today's sources: one from older sources may not
+    // read the contexts today's binaries make.
+    if !crate::python::package_ready(report)? {
         return Ok(Peer::missing(
             name,
-            "the fastio package is not built (run `cargo xtask python` first)",
+            "the fastio package is not built from the current sources (run `cargo xtask python` first)",
         ));
     }
     let mut cmd = Command::new(&python);

@@ -28,6 +28,64 @@ v = np.from_dlpack(b)
 assert v.shape == (2, 3) and not v.flags.writeable and float(v.sum()) == 9.0
 print('fastio alone: ok', fastio.__file__)";
 
+/// Whether `target/venv-python`'s `fastio` package imports and was built
+/// from the current sources; when `build`, it is (re)built first if not
+/// (`run`: installed as a user does, then its tests).
+pub(crate) fn package_ready(build: bool) -> Result<bool, String> {
+    let python = root().join("target/venv-python/bin/python");
+    let ready = || {
+        let mut probe = Command::new(&python);
+        probe.args(["-c", "import fastio"]);
+        crate::step::succeeds(probe) && installed_is_current()
+    };
+    if !ready() && build {
+        run()?;
+    }
+    Ok(ready())
+}
+
+/// Whether `target/venv-python` holds a `fastio` package built after the
+/// last change to any crate's sources (or `Cargo.lock`): a package built
+/// from older sources may not read the contexts today's `fastio` makes
+/// (the benches would run it beside today's binaries).
+fn installed_is_current() -> bool {
+    let venv_lib = root().join("target").join("venv-python").join("lib");
+    let native = std::fs::read_dir(&venv_lib)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|py| py.path().join("site-packages").join("fastio"))
+        .flat_map(|dir| std::fs::read_dir(dir).into_iter().flatten().flatten())
+        .filter(|f| f.file_name().to_string_lossy().starts_with("_native"))
+        .filter_map(|f| f.metadata().ok()?.modified().ok())
+        .max();
+    let Some(built) = native else {
+        return false;
+    };
+    let mut newest = std::fs::metadata(root().join("Cargo.lock"))
+        .and_then(|m| m.modified())
+        .ok();
+    let crates = root().join("crates");
+    for krate in std::fs::read_dir(&crates).into_iter().flatten().flatten() {
+        for part in ["src", "Cargo.toml", "pyproject.toml", "python"] {
+            newest = newest.max(newest_in(&krate.path().join(part)));
+        }
+    }
+    newest.is_none_or(|n| n <= built)
+}
+
+/// The newest modification time of `path` or anything below it.
+fn newest_in(path: &std::path::Path) -> Option<std::time::SystemTime> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    let mut newest = meta.modified().ok();
+    if meta.is_dir() {
+        for e in std::fs::read_dir(path).into_iter().flatten().flatten() {
+            newest = newest.max(newest_in(&e.path()));
+        }
+    }
+    newest
+}
+
 pub(crate) fn run() -> Result<(), String> {
     Step::new(
         "python binaries",
