@@ -31,7 +31,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let consumers = ring.consumers();
-    let mut last = 0usize;
+    // What a producer taking over would know (invariant 8), rebuilt from
+    // the words now and again by the script.
+    let mut slots = ring.producer_slots(ring.head());
     // Each step: an opcode and two 64-bit arguments (frame numbers and
     // consumer indexes; any value).
     for op in script.chunks(17) {
@@ -43,12 +45,11 @@ fuzz_target!(|data: &[u8]| {
             u64::from_le_bytes(b)
         };
         let (a, b) = (arg(0), arg(1));
-        match op[0] % 4 {
+        match op[0] % 6 {
             0 => {
-                if let Space::Ready(slot) = ring.try_begin(a, last) {
+                if let Ok(Space::Ready(slot)) = ring.try_begin(a, &mut slots) {
                     assert!(slot < ring.slots());
-                    ring.publish(a, slot);
-                    last = slot;
+                    ring.publish(a, slot, &mut slots);
                 }
             }
             1 if consumers > 0 => {
@@ -57,6 +58,18 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             2 if consumers > 0 => ring.release(a as usize % consumers, b),
+            3 => slots = ring.producer_slots(b),
+            4 => {
+                if b % 2 == 0 {
+                    ring.observer_attached();
+                } else {
+                    ring.observer_left();
+                }
+                if let Some(slot) = ring.observe(a) {
+                    assert!(slot < ring.slots());
+                    let _ = ring.still(a, slot);
+                }
+            }
             _ => {
                 let _ = ring.head();
             }
