@@ -37,39 +37,42 @@ fn produce(ring: &Ring<'_>, n: u64, slots: &mut ProducerSlots) -> Option<usize> 
     }
 }
 
+/// The slots a ring of depth 8 uses for frames 0..100 when its one
+/// consumer takes and releases each frame `lag` frames after it was
+/// published (slots counted from the frame the consumer first takes).
+fn slots_used_by_a_consumer_behind(lag: u64) -> BTreeSet<usize> {
+    let w = words(8, 1);
+    let ring = init(&w, 8, 1);
+    let mut slots = ring.producer_slots(0);
+    let mut slot_of = Vec::new();
+    let mut used = BTreeSet::new();
+    for n in 0..100 {
+        slot_of.push(produce(&ring, n, &mut slots).unwrap());
+        let Some(seq) = n.checked_sub(lag) else {
+            continue;
+        };
+        assert_eq!(
+            ring.poll(0, seq).unwrap(),
+            Poll::Frame(seq, slot_of[seq as usize])
+        );
+        ring.release(0, seq);
+        used.insert(slot_of[n as usize]);
+    }
+    used
+}
+
 /// A consumer that releases each frame before the next is produced is
 /// served from one slot of a deep ring: its pages stay warm.
 #[test]
 fn a_consumer_that_keeps_up_is_served_from_one_slot() {
-    let w = words(8, 1);
-    let ring = init(&w, 8, 1);
-    let mut slots = ring.producer_slots(0);
-    let mut used = BTreeSet::new();
-    for n in 0..100 {
-        let k = produce(&ring, n, &mut slots).unwrap();
-        assert_eq!(ring.poll(0, n).unwrap(), Poll::Frame(n, k));
-        ring.release(0, n);
-        used.insert(k);
-    }
+    let used = slots_used_by_a_consumer_behind(0);
     assert_eq!(used.len(), 1, "slots used: {used:?}");
 }
 
 /// One frame behind, two slots take turns.
 #[test]
 fn a_consumer_one_frame_behind_cycles_two_slots() {
-    let w = words(8, 1);
-    let ring = init(&w, 8, 1);
-    let mut slots = ring.producer_slots(0);
-    let mut used = BTreeSet::new();
-    produce(&ring, 0, &mut slots).unwrap();
-    for n in 1..100 {
-        let k = produce(&ring, n, &mut slots).unwrap();
-        let Poll::Frame(seq, _) = ring.poll(0, n - 1).unwrap() else {
-            panic!("frame {} published", n - 1);
-        };
-        ring.release(0, seq);
-        used.insert(k);
-    }
+    let used = slots_used_by_a_consumer_behind(1);
     assert_eq!(used.len(), 2, "slots used: {used:?}");
 }
 

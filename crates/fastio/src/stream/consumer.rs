@@ -123,13 +123,7 @@ impl StreamConsumer {
         let core = &sh.core;
         {
             let held = sh.held();
-            // Under `drop-oldest` a consumer holds one frame (its holding
-            // word); under `block` fewer than `depth` (the producer stops
-            // at `depth` past the oldest: one more would wait forever).
-            let most = match core.overflow {
-                Overflow::DropOldest => 1,
-                Overflow::Block => core.depth as usize,
-            };
+            let most = core.most_held();
             // The producer writes frame `n` only once every frame up to
             // `n - depth` is released: past that, the wait would never end.
             let read = sh.read.load(Ordering::Acquire);

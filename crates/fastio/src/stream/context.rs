@@ -158,16 +158,13 @@ impl Context {
             }
         }
         let next = ring.cw(index, c::NEXT).load(Ordering::SeqCst);
-        let most = match core.overflow {
-            Overflow::DropOldest => 1,
-            Overflow::Block => core.depth as usize,
-        };
+        let held = Held::with_room(core.most_held());
         Ok(StreamConsumer {
             shared: Arc::new(ConsumerShared {
                 core,
                 index,
                 token: me,
-                held: Mutex::new(Held::with_room(most)),
+                held: Mutex::new(held),
                 read: AtomicU64::new(next),
             }),
         })

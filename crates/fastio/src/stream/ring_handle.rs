@@ -128,6 +128,16 @@ impl StreamCore {
             .expect("event words lie in the checked header")
     }
 
+    /// Most frames a consumer may hold at once: one under `drop-oldest`
+    /// (its holding word); `depth` under `block` (the producer stops at
+    /// `depth` past the oldest held: one more would wait forever).
+    pub(super) fn most_held(&self) -> usize {
+        match self.overflow {
+            Overflow::DropOldest => 1,
+            Overflow::Block => self.depth as usize,
+        }
+    }
+
     /// Where slot `slot` (`< slots`, checked by the ring) starts.
     pub(super) fn slot_off(&self, slot: usize) -> usize {
         self.data_off + slot * self.slot_size
