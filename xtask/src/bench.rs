@@ -9,7 +9,9 @@
 //!
 //! `cargo xtask bench params` runs only the params-io bench;
 //! `cargo xtask bench chain` only the stream chain beside dora-rs
-//! ([`crate::bench_chain`]).
+//! ([`crate::bench_chain`]);
+//! `cargo xtask bench paired [GROUP]` only the goal rows against iceoryx2
+//! in alternating pairs ([`crate::bench_paired`]).
 //! `cargo xtask bench --report` runs everything and writes
 //! `docs/bench/README.md` and its plots ([`crate::report`]).
 
@@ -19,6 +21,7 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
+use crate::bench_paired::{self, Paired};
 use crate::bench_peers::{self, Peer};
 use crate::root;
 use crate::step::{Step, cargo};
@@ -61,6 +64,31 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
         print!("{out}");
         for p in &peers {
             println!("peer {}: {}", p.name, p.status);
+        }
+        return Ok(());
+    }
+    if extra.first().is_some_and(|a| a == "paired") {
+        // `bench paired [GROUP]`: the goal rows against iceoryx2 (of one
+        // group, such as `stream/4KiB`) in alternating pairs.
+        let pairs: Vec<_> = bench_paired::iceoryx2_pairs()
+            .into_iter()
+            .filter(|p| extra.get(1).is_none_or(|g| p.group == *g))
+            .collect();
+        if pairs.is_empty() {
+            return Err(format!(
+                "no goal row against iceoryx2 in group {:?}",
+                extra[1]
+            ));
+        }
+        for row in bench_paired::run(&pairs)?.rows {
+            println!(
+                "{} {} / {}: x{:.2} (median of {} rounds)",
+                row.pair.group,
+                row.pair.ours,
+                row.pair.peer,
+                row.ratio().unwrap_or(f64::NAN),
+                row.rounds.len()
+            );
         }
         return Ok(());
     }
@@ -111,6 +139,15 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
         groups.clear();
         collect(&criterion_dir, started, &mut groups);
     }
+    // The goal rows against iceoryx2 once more, in alternating pairs (see
+    // `bench_paired`): only for the report, whose goals use them.
+    let mut paired = Paired::default();
+    if report && peers.iter().any(|p| p.name == "iceoryx2" && p.measured) {
+        match bench_paired::run(&bench_paired::iceoryx2_pairs()) {
+            Ok(p) => paired = p,
+            Err(e) => println!("paired rounds against iceoryx2 not measured: {e}"),
+        }
+    }
     if groups.is_empty() {
         println!("bench: no criterion results were written");
     }
@@ -146,6 +183,7 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
                 beside: &beside,
                 chain: &chain,
                 hosts: &hosts,
+                paired: &paired,
             },
         )?;
     }

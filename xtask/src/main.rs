@@ -8,6 +8,7 @@
 mod bench;
 mod bench_chain;
 mod bench_hosts;
+mod bench_paired;
 mod bench_params;
 mod bench_peers;
 mod blaze;
