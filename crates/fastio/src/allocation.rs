@@ -200,9 +200,9 @@ impl Allocation {
     /// [`Context::wait_for`]: crate::Context::wait_for
     pub fn publish(&self, name: &str) -> Result<()> {
         crate::names::refuse_reserved(name)?;
-        self.publish_in_table(name, false)?;
-        // Wake processes waiting for a name (`Context::wait_for`).
-        self.names_changed()
+        // Processes waiting for a name (`Context::wait_for`) wake: the
+        // engine bumps the publication event for every name published.
+        self.publish_in_table(name, false)
     }
 
     /// [`publish`](Allocation::publish)es under `name` and drops this
@@ -220,7 +220,7 @@ impl Allocation {
         crate::names::refuse_reserved(name)?;
         self.publish_in_table(name, true)?;
         self.held = false;
-        self.names_changed()
+        Ok(())
     }
 
     /// Publishes under `name` with the current metadata, and drops this
@@ -232,6 +232,7 @@ impl Allocation {
             dims: self.dims.iter().map(|&d| d as u64).collect(),
         };
         self.shared.with_table_retry(|l| {
+            l.note_name(name);
             l.t.publish(self.id, name, &meta)?;
             if release {
                 let d = l.t.release(self.id, l.me)?;
@@ -292,19 +293,9 @@ impl Allocation {
             };
             l.discards.extend(d);
             Ok(())
-        })?;
-        if free {
-            self.names_changed()?;
-        }
-        Ok(())
-    }
-
-    /// Wakes processes waiting for the names to change (its names went
-    /// away: [`Context::wait_unpublished`](crate::Context::wait_unpublished));
-    /// no system call when nobody waits.
-    fn names_changed(&self) -> Result<()> {
-        self.shared.publications()?.notify();
-        Ok(())
+        })
+        // Its names went away: the engine bumped the publication event,
+        // waking processes in `Context::wait_unpublished`.
     }
 }
 

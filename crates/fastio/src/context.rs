@@ -355,6 +355,7 @@ impl Context {
     /// library's own handles may reach (streams).
     pub(crate) fn get_any(&self, name: &str) -> Result<Allocation> {
         let (id, size, (element, dims)) = self.shared.with_table(|l| {
+            l.note_name(name);
             let types = &mut *l.types;
             l.t.get_named(name, l.me, |slot, target, text, dims| {
                 Ok((types.parse(slot, target, text)?, dims))
@@ -370,6 +371,7 @@ impl Context {
     pub fn map(&self, name: &str) -> Result<MappedPublished> {
         crate::names::refuse_reserved(name)?;
         let (id, size, (element, dims), off) = self.shared.with_table_retry(|l| {
+            l.note_name(name);
             let types = &mut *l.types;
             let (id, size, meta) = l.t.get_named(name, l.me, |slot, target, text, dims| {
                 Ok((types.parse(slot, target, text)?, dims))

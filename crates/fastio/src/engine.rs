@@ -48,6 +48,30 @@ pub(crate) struct Shared {
 struct Local {
     p: Participant,
     types: TypeCache,
+    memo: NameMemo,
+}
+
+/// What this process last learnt for certain about one name: whether it
+/// was published when the publication event showed a given sequence.
+///
+/// Every change a waiter watches for (a name published or removed, the
+/// context closed) bumps the publication event while the context lock is
+/// held (`Shared::with_table`), so the event's sequences order those
+/// changes one after another: while the event still shows the sequence of
+/// this process's own last change, no change has been made since, and a
+/// name published (or not) then still is (or is not). A wait for that
+/// name to appear (or to go) can then start waiting at once instead of
+/// taking the lock to look ([`Context::map_wait`](crate::Context::map_wait),
+/// [`Context::wait_unpublished`](crate::Context::wait_unpublished)): the
+/// consumer that just freed a frame, the producer that just published one.
+/// (A sequence wraps only after 2³² changes.)
+#[derive(Default)]
+pub(crate) struct NameMemo {
+    /// The name this process last published or looked up.
+    name: String,
+    /// Whether `name` was published at the sequence this process's last
+    /// change of the names gave the event.
+    known: Option<(bool, u32)>,
 }
 
 /// Published types this process already parsed, by name slot: `get` on a
@@ -91,10 +115,22 @@ pub(crate) struct Locked<'a> {
     pub(crate) me: Me,
     pub(crate) discards: Vec<Discard>,
     pub(crate) types: &'a mut TypeCache,
+    memo: &'a mut NameMemo,
     p: &'a Participant,
 }
 
 impl Locked<'_> {
+    /// Notes `name` as the one this process last published or looked up:
+    /// the next change of the names this process makes records whether
+    /// it is published then (see [`NameMemo`]).
+    pub(crate) fn note_name(&mut self, name: &str) {
+        if self.memo.name != name {
+            self.memo.name.clear();
+            self.memo.name.push_str(name);
+            self.memo.known = None;
+        }
+    }
+
     /// Repairs the tables (see [`Table::recover`]).
     pub(crate) fn recover(&mut self) -> Result<Recovery> {
         let p = self.p;
@@ -111,7 +147,7 @@ impl Shared {
     /// before it is emptied).
     pub(crate) fn with_table<R>(&self, f: impl FnOnce(&mut Locked<'_>) -> Result<R>) -> Result<R> {
         let mut local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
-        let Local { p, types } = &mut *local;
+        let Local { p, types, memo } = &mut *local;
         let p = &*p;
         let mutex: &ShmMutex = self.segment.at(self.mutex_offset)?;
         let mut guard = mutex.lock(p)?;
@@ -126,6 +162,7 @@ impl Shared {
             },
             discards: Vec::new(),
             types,
+            memo,
             p,
         };
         let result = if guard.owner_died() {
@@ -134,6 +171,25 @@ impl Shared {
             Ok(())
         };
         let result = result.and_then(|()| f(&mut locked));
+        // A change waiters watch for bumps the event under the lock (so
+        // its sequences order the changes); sleepers are woken once the
+        // lock is free.
+        let mut bumped = None;
+        if locked.t.has_watched_change()
+            && let Ok(event) = self.publications()
+        {
+            let seq = event.bump();
+            let memo = &mut *locked.memo;
+            memo.known = match memo.name.is_empty() {
+                true => None,
+                false => locked
+                    .t
+                    .find_name(&memo.name)
+                    .ok()
+                    .map(|found| (found.is_some(), seq)),
+            };
+            bumped = Some(event);
+        }
         for (off, len) in locked.discards {
             // Best effort: a block that cannot be emptied is only memory
             // that stays committed.
@@ -148,7 +204,20 @@ impl Shared {
             };
         }
         drop(guard);
+        if let Some(event) = bumped {
+            event.wake_waiters();
+        }
         result
+    }
+
+    /// Whether `name` is published, when this process knows it without
+    /// looking: the name it last published or looked up, while the
+    /// publication event still shows the sequence of this process's last
+    /// change of the names (see [`NameMemo`]).
+    pub(crate) fn known_published(&self, name: &str) -> Option<bool> {
+        let local = self.local.lock().unwrap_or_else(PoisonError::into_inner);
+        let (published, seq) = local.memo.known?;
+        (local.memo.name == name && self.publications().ok()?.current() == seq).then_some(published)
     }
 
     /// Like [`Shared::with_table`], but when `f` fails for lack of
@@ -227,6 +296,7 @@ impl Shared {
             local: Mutex::new(Local {
                 p,
                 types: TypeCache::default(),
+                memo: NameMemo::default(),
             }),
             layout,
             mutex_offset,

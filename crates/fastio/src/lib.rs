@@ -89,6 +89,8 @@ mod wait;
 mod context_tests;
 #[cfg(test)]
 mod model_tests;
+#[cfg(test)]
+mod wait_tests;
 
 pub use allocation::Allocation;
 pub use context::{CONTEXT_ENV, Context, Stats};

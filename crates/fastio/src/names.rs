@@ -238,6 +238,7 @@ impl Table<'_> {
             self.nword(j, nw::STATE),
             u64::from(PUBLISHED) | (name.len() as u64) << 32,
         );
+        self.watched_changed();
         // Derived counters.
         self.set(hdr::PUBLISHED, published + 1);
         self.rset(id.idx, rec::PUBS, self.rget(id.idx, rec::PUBS) + 1);
@@ -251,6 +252,7 @@ impl Table<'_> {
     /// touch counters.
     pub(crate) fn remove_name_slot(&self, j: u32) -> Result<()> {
         self.set(self.nword(j, nw::STATE), u64::from(TOMB));
+        self.watched_changed();
         self.sweep_tombstones(j)
     }
 

@@ -113,6 +113,10 @@ pub(crate) const MAX_PER_ENTRY: u32 = 0xFFFF;
 pub(crate) struct Table<'a> {
     w: &'a [AtomicU64],
     pub(crate) l: Layout,
+    /// Set by every change a waiter watches for (a name published or
+    /// removed, the context closed): the engine then bumps the
+    /// publication event before it lets go of the lock.
+    watched_changed: std::cell::Cell<bool>,
 }
 
 impl<'a> Table<'a> {
@@ -121,7 +125,11 @@ impl<'a> Table<'a> {
         if w.len() != l.words {
             return Err(Error::corrupt("control area has the wrong length"));
         }
-        Ok(Table { w, l })
+        Ok(Table {
+            w,
+            l,
+            watched_changed: std::cell::Cell::new(false),
+        })
     }
 
     /// Reads word `i` (an index computed from the layout, so in bounds).
@@ -158,6 +166,17 @@ impl<'a> Table<'a> {
     pub(crate) fn close(&self) {
         let v = self.get(hdr::VERSION_FLAGS);
         self.set(hdr::VERSION_FLAGS, v | FLAG_CLOSED << 32);
+        self.watched_changed();
+    }
+
+    /// Notes a change that waiters watch for (see `watched_changed`).
+    pub(crate) fn watched_changed(&self) {
+        self.watched_changed.set(true);
+    }
+
+    /// Whether a change that waiters watch for was made through this view.
+    pub(crate) fn has_watched_change(&self) -> bool {
+        self.watched_changed.get()
     }
 
     /// Fails with [`Error::ContextClosed`] once the owner closed the context.

@@ -31,13 +31,13 @@ impl Context {
     /// ));
     /// ```
     pub fn wait_for(&self, name: &str, timeout: Duration) -> Result<Allocation> {
-        self.until(name, timeout, |n| self.get(n))
+        self.until(name, timeout, false, |n| self.get(n))
     }
 
     /// [`wait_for`](Context::wait_for) and [`map`](Context::map): waits
     /// until `name` is published, then maps it for reading.
     pub fn map_wait(&self, name: &str, timeout: Duration) -> Result<MappedPublished> {
-        self.until(name, timeout, |n| self.map(n))
+        self.until(name, timeout, false, |n| self.map(n))
     }
 
     /// Waits until `name` is no longer published (or `timeout` passes):
@@ -60,7 +60,7 @@ impl Context {
     /// ctx.wait_unpublished("frame", Duration::from_secs(1)).unwrap();
     /// ```
     pub fn wait_unpublished(&self, name: &str, timeout: Duration) -> Result<()> {
-        self.until(name, timeout, |n| {
+        self.until(name, timeout, true, |n| {
             if self.is_published(n)? {
                 Err(Error::UnknownName(n.to_owned()))
             } else {
@@ -90,21 +90,36 @@ impl Context {
 
     /// Runs `look(name)` until it stops failing with `UnknownName`
     /// ("not yet"), spinning and then sleeping on the publication event
-    /// between tries, for at most `timeout`.
+    /// between tries, for at most `timeout`. `not_yet` is whether the
+    /// name is published while the wait goes on (false: waiting for it
+    /// to appear): when this process knows, without looking, that
+    /// the name is so (it made the last change of the names itself and
+    /// nobody changed them since), the first look is skipped and the wait
+    /// starts at once: the lock stays with the process about to publish
+    /// (or free) instead.
     fn until<T>(
         &self,
         name: &str,
         timeout: Duration,
+        not_yet: bool,
         look: impl Fn(&str) -> Result<T>,
     ) -> Result<T> {
         let deadline = Instant::now() + timeout;
         let event = self.shared.publications()?;
         let spin = self.wait_spin();
+        let mut first = true;
         loop {
             let seen = event.current();
-            match look(name) {
-                Err(Error::UnknownName(_)) => {}
-                other => return other,
+            let skip = first
+                && self.shared.known_published(name) == Some(not_yet)
+                // The sequence the memo is of is the one waited from.
+                && event.current() == seen;
+            first = false;
+            if !skip {
+                match look(name) {
+                    Err(Error::UnknownName(_)) => {}
+                    other => return other,
+                }
             }
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {

@@ -31,11 +31,28 @@ impl ShmEvent {
     /// Bumps the sequence and wakes every waiter (one `FUTEX_WAKE`, only
     /// when someone waits).
     pub fn notify(&self) -> u32 {
-        let s = self.seq.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
+        let s = self.bump();
+        self.wake_waiters();
+        s
+    }
+
+    /// The first half of [`notify`](ShmEvent::notify): bumps the sequence
+    /// and returns the new one, without waking anyone. A caller that bumps
+    /// while it holds a lock (so that the sequence orders its change
+    /// against every other bump) calls [`wake_waiters`](ShmEvent::wake_waiters)
+    /// once it let go: a sleeper is still never lost, since the count is
+    /// read after the bump, whenever that is.
+    pub fn bump(&self) -> u32 {
+        self.seq.fetch_add(1, Ordering::SeqCst).wrapping_add(1)
+    }
+
+    /// The second half of [`notify`](ShmEvent::notify), after a
+    /// [`bump`](ShmEvent::bump): wakes every waiter (one `FUTEX_WAKE`,
+    /// only when someone waits).
+    pub fn wake_waiters(&self) {
         if self.waiters.load(Ordering::SeqCst) != 0 {
             sys::futex_wake(&self.seq, u32::MAX);
         }
-        s
     }
 
     /// Spins (no system call, no sleep) until the sequence differs from
