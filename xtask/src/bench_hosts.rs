@@ -21,16 +21,17 @@ use std::process::{Command, Stdio};
 use crate::bench_peers::Peer;
 use crate::step::{Step, cargo};
 
-/// (label, bytes, bytes back, repetitions).
-const CASES: [(&str, usize, usize, usize); 4] = [
-    ("4 KiB", 4 << 10, 4 << 10, 200),
-    ("1 MiB", 1 << 20, 1, 50),
-    ("64 MiB", 64 << 20, 1, 10),
-    ("1 GiB", 1 << 30, 1, 3),
+/// (label, bytes, bytes back, repetitions, rounds). In each round the
+/// transports take turns; the small cases, seconds each, run more rounds:
+/// their medians swing from one run to the next on this VM (a 4 KiB round
+/// trip of fastio-net 130 µs in one run, 163 µs in the next, Zenoh alone
+/// 103–105 µs), and their goals are ratios within ±30%.
+const CASES: [(&str, usize, usize, usize, usize); 4] = [
+    ("4 KiB", 4 << 10, 4 << 10, 200, 6),
+    ("1 MiB", 1 << 20, 1, 50, 4),
+    ("64 MiB", 64 << 20, 1, 10, 2),
+    ("1 GiB", 1 << 30, 1, 3, 2),
 ];
-
-/// Rounds of each case: the transports take turns, round after round.
-const ROUNDS: usize = 2;
 
 /// The transports: (name, column). `ztls` is fastio-net over mutual TLS
 /// (`quic/` endpoints, certificates made by `pki`).
@@ -237,15 +238,15 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
     let mut firsts = Vec::new();
     // TCP's bytes per second on the bulk case, for the streams below.
     let mut tcp_bulk: Option<f64> = None;
-    for (label, bytes, back, reps) in CASES {
+    for (label, bytes, back, reps, rounds) in CASES {
         let mut medians = [None; 4];
         let mut memory = String::from("-");
         let mut first = None;
-        // Two rounds, the transports taking turns, their samples pooled:
+        // Rounds of the transports taking turns, their samples pooled:
         // the machine's speed drifts, and each transport sees both.
         let mut samples: [Vec<f64>; 4] = Default::default();
         let mut extra = (0u64, 0u64);
-        for _round in 0..ROUNDS {
+        for _round in 0..rounds {
             for (k, (transport, _)) in TRANSPORTS.iter().enumerate() {
                 // One Zenoh message of 1 GiB is past Zenoh's default limit.
                 if *transport == "zraw" && bytes >= 1 << 30 {
@@ -334,7 +335,8 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
     }
     out.push_str(&format!(
         "\nMedians of each exchange (a sends, b answers: the same 4 KiB back at 4 KiB, \
-         1 byte otherwise), {ROUNDS} rounds with the transports taking turns, samples pooled. \
+         1 byte otherwise), {} rounds with the transports taking turns (4 KiB, 1 MiB, 64 MiB, \
+         1 GiB), samples pooled. \
          fastio-net runs all exchanges of a round in one run of a pipeline of round trips, \
          one Zenoh session, as TCP uses one connection; joining is not timed, and the first \
          round trip of a run, on a session just joined, took: {}. Goals (issue 30): the \
@@ -347,6 +349,7 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
          The TLS column is the same fastio-net exchange over mutual TLS 1.3 in QUIC \
          (`quic/` endpoints, the certificates of docs/hosts.md, access control on); its \
          last column is its time over plain-TCP fastio-net's. {}.\n",
+        CASES.map(|c| c.4.to_string()).join(", "),
         firsts.join(", "),
         notes.join("; ")
     ));
