@@ -255,7 +255,7 @@ pub(crate) fn collect(dir: &Path, since: SystemTime, out: &mut Groups) {
 }
 
 /// The median, minimum and maximum of per-iteration sample times.
-fn spread(per_iter: &mut [f64]) -> Option<(f64, f64, f64)> {
+pub(crate) fn spread(per_iter: &mut [f64]) -> Option<(f64, f64, f64)> {
     if per_iter.is_empty() {
         return None;
     }

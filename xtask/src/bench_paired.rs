@@ -125,18 +125,10 @@ impl Paired {
     }
 }
 
-/// The median of `v` (the mean of the middle two for an even count).
+/// The median of `v` (the mean of the middle two for an even count, as
+/// for criterion's samples: [`crate::bench::spread`]).
 pub(crate) fn median(mut v: Vec<f64>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+    crate::bench::spread(&mut v).map(|(median, _, _)| median)
 }
 
 /// A bench executable and the directory cargo runs it in.

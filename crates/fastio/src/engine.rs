@@ -180,11 +180,11 @@ impl Shared {
         {
             let seq = event.bump();
             let memo = &mut *locked.memo;
-            memo.known = match memo.name.is_empty() {
-                true => None,
-                false => locked
+            memo.known = match memo.name.as_str() {
+                "" => None,
+                name => locked
                     .t
-                    .find_name(&memo.name)
+                    .find_name(name)
                     .ok()
                     .map(|found| (found.is_some(), seq)),
             };
@@ -253,8 +253,9 @@ impl Shared {
         local.p.is_alive(token)
     }
 
-    /// The publication event: bumped by every publish, waited on by
-    /// `wait_for`. It sits after the context mutex, before the control
+    /// The publication event: bumped under the lock by every change a
+    /// waiter watches (see `with_table`), waited on by `wait_for`,
+    /// `map_wait` and `wait_unpublished`. It sits after the context mutex, before the control
     /// words.
     pub(crate) fn publications(&self) -> Result<&ShmEvent> {
         Ok(self
