@@ -305,10 +305,18 @@ fn wait_for(link: &ZenohLink, want: usize) -> Result {
 fn zenoh(a: &Args) -> Result {
     let def = definition(a.bytes, a.back, a.reps)?;
     let p = &def.pipeline;
+    // Operators by name, found once (as the driver's plan has them), not
+    // by a scan of the thousands of the bench's pipeline each round trip.
+    let index: std::collections::HashMap<&str, usize> = p
+        .operators
+        .iter()
+        .enumerate()
+        .map(|(i, o)| (o.name.as_str(), i))
+        .collect();
     let op = |name: &str| -> Result<usize> {
-        p.operators
-            .iter()
-            .position(|o| o.name == name)
+        index
+            .get(name)
+            .copied()
             .ok_or(format!("no operator {name}"))
     };
     let err = |e: fastio::Error| e.to_string();
