@@ -358,6 +358,31 @@ mod tests {
     }
 
     #[test]
+    fn the_watcher_notes_quic_refusals_and_leaves_every_other_call_site_off() {
+        watch_refusals();
+        // Zenoh's trace and debug call sites stay off (no span made per
+        // message); its QUIC listener's warnings are on.
+        assert!(!tracing::enabled!(target: "zenoh_transport::unicast", tracing::Level::TRACE));
+        assert!(!tracing::enabled!(target: "zenoh_transport::unicast", tracing::Level::WARN));
+        assert!(!tracing::span_enabled!(target: "zenoh::api", tracing::Level::TRACE));
+        tracing::warn!(
+            target: "zenoh_link_commons::quic::unicast",
+            "QUIC acceptor failed: TransportError(Error {{ code: Code::crypto(74), frame: None, reason: \"watcher test: no certificate\" }}) at x"
+        );
+        tracing::warn!(target: "zenoh_transport::unicast", "not a refusal: watcher test");
+        let seen = refusals().all();
+        assert!(
+            seen.iter()
+                .any(|r| r == "a TLS connection refused: watcher test: no certificate"),
+            "{seen:?}"
+        );
+        assert!(
+            !seen.iter().any(|r| r.contains("not a refusal")),
+            "{seen:?}"
+        );
+    }
+
+    #[test]
     fn refusals_keep_the_newest_distinct_ones() {
         let r = Refusals::default();
         for i in 0..40 {
