@@ -317,7 +317,7 @@ fn zenoh(a: &Args) -> Result {
         index
             .get(name)
             .copied()
-            .ok_or(format!("no operator {name}"))
+            .ok_or_else(|| format!("no operator {name}"))
     };
     let err = |e: fastio::Error| e.to_string();
     let ctx = Context::new(

@@ -11,11 +11,28 @@ pub fn fastio() -> &'static str {
     env!("CARGO_BIN_EXE_fastio")
 }
 
+/// `cargo build -q` in the profile of the `fastio` this test runs (the
+/// directory it was built into: `debug` is the `dev` profile), so that a
+/// binary built for the test sits beside it, not in another profile's
+/// directory where an old one may be found.
+pub fn cargo_build() -> Command {
+    let mut c = Command::new(env!("CARGO"));
+    c.args(["build", "-q"]);
+    let dir = Path::new(fastio()).parent().and_then(|d| d.file_name());
+    match dir.and_then(|d| d.to_str()) {
+        Some("debug") | None => {}
+        Some(profile) => {
+            c.args(["--profile", profile]);
+        }
+    }
+    c
+}
+
 /// A binary of `fastio-examples` beside ours, built (or found up to date)
 /// by cargo first.
 pub fn example(bin: &str) -> PathBuf {
-    let st = Command::new(env!("CARGO"))
-        .args(["build", "-q", "-p", "fastio-examples", "--bin", bin])
+    let st = cargo_build()
+        .args(["-p", "fastio-examples", "--bin", bin])
         .status()
         .expect("run cargo");
     assert!(st.success(), "cargo build --bin {bin}");

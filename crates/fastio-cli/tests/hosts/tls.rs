@@ -88,14 +88,12 @@ fn tls_net(hosts: &Hosts, i: usize) -> Vec<String> {
 }
 
 fn intruder() -> PathBuf {
-    // Built in this test's own profile, beside the `fastio` it runs (a
-    // `--release` run found a stale release intruder otherwise).
-    let mut build = Command::new(env!("CARGO"));
-    build.args(["build", "-q", "-p", "fastio-net", "--example", "intruder"]);
-    if !cfg!(debug_assertions) {
-        build.arg("--release");
-    }
-    let st = build.status().expect("run cargo");
+    // Built in the profile of the `fastio` it runs beside (a `--release`
+    // run found a stale release intruder otherwise).
+    let st = common::cargo_build()
+        .args(["-p", "fastio-net", "--example", "intruder"])
+        .status()
+        .expect("run cargo");
     assert!(st.success(), "cargo build --example intruder");
     Path::new(fastio())
         .parent()

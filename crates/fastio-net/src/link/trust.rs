@@ -246,30 +246,34 @@ pub fn refusals() -> &'static Refusals {
 /// an expired certificate) noted in [`refusals`]. Does nothing when the
 /// process already has a subscriber (then refusals are not gathered).
 ///
-/// Without `RUST_LOG`, every other event and span of Zenoh's stays
-/// disabled at its call site (interest never, levels above `WARN` not
-/// even looked at), as with no subscriber at all: a layer that is not
-/// there must not be given (an absent `Option` layer says it wants
-/// everything, and then each of Zenoh's trace spans was made and dropped
-/// on every message: 5 µs of a 4 KiB round trip between hosts).
+/// Without `RUST_LOG`, every other event and span stays disabled at its
+/// call site (interest never) and levels above `WARN` are not even looked
+/// at, about as cheap as no subscriber at all: a layer that is not there
+/// must not be given (an absent `Option` layer says it wants everything,
+/// and then each of Zenoh's trace spans was made and dropped for every
+/// message, several µs of a 4 KiB round trip between hosts).
 pub fn watch_refusals() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
-        use tracing_subscriber::Layer as _;
-        use tracing_subscriber::layer::SubscriberExt as _;
-        let _ = if std::env::var_os("RUST_LOG").is_some() {
-            let log = tracing_subscriber::fmt::layer()
-                .with_writer(std::io::stderr)
-                .with_filter(tracing_subscriber::EnvFilter::from_default_env());
-            let subscriber = tracing_subscriber::registry()
-                .with(log)
-                .with(refusal_layer());
-            tracing::subscriber::set_global_default(subscriber)
-        } else {
-            let subscriber = tracing_subscriber::registry().with(refusal_layer());
-            tracing::subscriber::set_global_default(subscriber)
-        };
+        let log = std::env::var("RUST_LOG").is_ok();
+        let _ = tracing::subscriber::set_global_default(subscriber(log));
     });
+}
+
+/// The subscriber [`watch_refusals`] installs: the refusals' layer, and
+/// the log to stderr when `log`.
+fn subscriber(log: bool) -> Box<dyn tracing::Subscriber + Send + Sync> {
+    use tracing_subscriber::Layer as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+    let registry = tracing_subscriber::registry();
+    if log {
+        let log = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_filter(tracing_subscriber::EnvFilter::from_default_env());
+        Box::new(registry.with(log).with(refusal_layer()))
+    } else {
+        Box::new(registry.with(refusal_layer()))
+    }
 }
 
 /// [`RefusalLayer`] for the TLS warnings only: every other call site is
@@ -357,14 +361,57 @@ mod tests {
         assert_eq!(refusal_reason(" Hint: x"), None);
     }
 
+    /// A call site of the target and level given, for asking a
+    /// subscriber what it wants of it.
+    macro_rules! call_site {
+        ($target:expr, $level:expr) => {{
+            struct Site;
+            static SITE: Site = Site;
+            static META: tracing::Metadata<'static> = tracing::Metadata::new(
+                "a test event",
+                $target,
+                $level,
+                None,
+                None,
+                None,
+                tracing::field::FieldSet::new(&[], tracing::callsite::Identifier(&SITE)),
+                tracing::metadata::Kind::EVENT,
+            );
+            impl tracing::callsite::Callsite for Site {
+                fn set_interest(&self, _: tracing::subscriber::Interest) {}
+                fn metadata(&self) -> &tracing::Metadata<'_> {
+                    &META
+                }
+            }
+            &META
+        }};
+    }
+
     #[test]
-    fn the_watcher_notes_quic_refusals_and_leaves_every_other_call_site_off() {
+    fn the_watcher_wants_nothing_but_quic_refusals() {
+        // The subscriber `watch_refusals` installs without `RUST_LOG`.
+        let d = subscriber(false);
+        assert_eq!(
+            d.max_level_hint(),
+            Some(tracing::level_filters::LevelFilter::WARN)
+        );
+        // Every other call site is off where it is (never, not
+        // "sometimes": nothing is made for it per event).
+        for meta in [
+            call_site!("zenoh_transport::unicast", tracing::Level::TRACE),
+            call_site!("zenoh_transport::unicast", tracing::Level::WARN),
+            call_site!("zenoh_link_commons::quic::unicast", tracing::Level::INFO),
+        ] {
+            assert!(d.register_callsite(meta).is_never(), "{meta:?}");
+        }
+        let refusal = call_site!("zenoh_link_commons::quic::unicast", tracing::Level::WARN);
+        assert!(d.register_callsite(refusal).is_always());
+    }
+
+    #[test]
+    fn the_watcher_notes_quic_refusals() {
+        // The process's own subscriber (with or without `RUST_LOG`).
         watch_refusals();
-        // Zenoh's trace and debug call sites stay off (no span made per
-        // message); its QUIC listener's warnings are on.
-        assert!(!tracing::enabled!(target: "zenoh_transport::unicast", tracing::Level::TRACE));
-        assert!(!tracing::enabled!(target: "zenoh_transport::unicast", tracing::Level::WARN));
-        assert!(!tracing::span_enabled!(target: "zenoh::api", tracing::Level::TRACE));
         tracing::warn!(
             target: "zenoh_link_commons::quic::unicast",
             "QUIC acceptor failed: TransportError(Error {{ code: Code::crypto(74), frame: None, reason: \"watcher test: no certificate\" }}) at x"
