@@ -335,8 +335,7 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
     }
     out.push_str(&format!(
         "\nMedians of each exchange (a sends, b answers: the same 4 KiB back at 4 KiB, \
-         1 byte otherwise), {} rounds with the transports taking turns (4 KiB, 1 MiB, 64 MiB, \
-         1 GiB), samples pooled. \
+         1 byte otherwise), {} rounds with the transports taking turns ({}), samples pooled. \
          fastio-net runs all exchanges of a round in one run of a pipeline of round trips, \
          one Zenoh session, as TCP uses one connection; joining is not timed, and the first \
          round trip of a run, on a session just joined, took: {}. Goals (issue 30): the \
@@ -350,6 +349,7 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
          (`quic/` endpoints, the certificates of docs/hosts.md, access control on); its \
          last column is its time over plain-TCP fastio-net's. {}.\n",
         CASES.map(|c| c.4.to_string()).join(", "),
+        CASES.map(|c| c.0).join(", "),
         firsts.join(", "),
         notes.join("; ")
     ));

@@ -255,8 +255,8 @@ impl Shared {
 
     /// The publication event: bumped under the lock by every change a
     /// waiter watches (see `with_table`), waited on by `wait_for`,
-    /// `map_wait` and `wait_unpublished`. It sits after the context mutex, before the control
-    /// words.
+    /// `map_wait` and `wait_unpublished`. It sits after the context
+    /// mutex, before the control words.
     pub(crate) fn publications(&self) -> Result<&ShmEvent> {
         Ok(self
             .segment
