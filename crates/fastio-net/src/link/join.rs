@@ -250,13 +250,17 @@ impl ZenohLink {
         let prefix = &inner.prefix;
         let here = inner.here;
         let here_name = &p.placement.hosts[here];
-        let window = p
-            .plan
-            .streaming
-            .as_ref()
-            .map_or(1, |s| u64::from(s.depth.max(1)));
         for c in &inner.crossings {
             let e = &p.plan.entries[c.entry];
+            // Frames in flight on this crossing (`streams::crossing_window`).
+            let window = p.plan.streaming.as_ref().map_or(1, |s| {
+                let frame_bytes = s.max_shapes.get(c.entry).map_or(0, |shape| {
+                    shape
+                        .iter()
+                        .fold(e.element.size() as u64, |a, &d| a.saturating_mul(d as u64))
+                });
+                crossing_window(s.depth, s.drop_oldest, frame_bytes)
+            });
             let fail = |source: fastio::Error| NetError::Local {
                 what: format!("stream {}", e.name),
                 source,

@@ -37,7 +37,7 @@ use zenoh::sample::{Sample, SampleKind};
 use zenoh::session::Session;
 
 use crate::error::NetError;
-use crate::streams::{Batch, Bridge, Credit, Forwarder, Placer};
+use crate::streams::{Batch, Bridge, Credit, Forwarder, Placer, crossing_window};
 use crate::wire::{
     ChunkHeader, EAGER_BYTES, PIECE_BYTES, Status, StreamMsg, decode_credit, entry_bytes,
 };
