@@ -10,10 +10,13 @@
 //!   the first consumer index of that host's operators (the host's other
 //!   indices are detached: the frame crosses once) and sends each frame,
 //!   lent to Zenoh from its slot without a copy, on
-//!   `<run>/stream/<entry>/<host>` ([`StreamMsg`]);
+//!   `<run>/stream/<entry>/<host>` ([`StreamMsg`]): the frames waiting
+//!   together, as many as fit one message, and a frame too large for one
+//!   in parts ([`plan_messages`]);
 //! * on each consuming host a [`Bridge`] is the local stream's producer
 //!   (the indices of consumers placed elsewhere are detached): it copies
-//!   each frame into the next slot, publishes it with the frame's shape,
+//!   each frame (part by part, as they come) into the next slot,
+//!   publishes it with the frame's shape,
 //!   source number and time, and says how many frames it has placed on
 //!   `<run>/credit/<entry>/<host>`.
 //!
@@ -36,7 +39,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, RecvTimeoutError, TrySendError};
+use crossbeam_channel::{Receiver, RecvTimeoutError};
 use dtype::Primitive;
 use fastio::{Error as FioError, Frame, StreamConsumer, StreamProducer};
 use fastio_pipeline::{Failure, LinkEvent};
@@ -46,7 +49,7 @@ use zenoh::pubsub::Publisher;
 
 use crate::error::NetError;
 use crate::link::Inner;
-use crate::wire::{StreamMsg, encode_credit, entry_bytes};
+use crate::wire::{MESSAGE_BYTES, STREAM_FIXED_BYTES, StreamMsg, encode_credit, entry_bytes};
 
 /// How long a forwarder or bridge waits before looking at the run's stop
 /// and the other host's liveness again.
@@ -158,6 +161,73 @@ pub(crate) fn crossing_window(depth: u32, drop_oldest: bool, frame_bytes: u64) -
         .clamp(depth, depth.saturating_mul(MAX_WINDOW_DEPTHS))
 }
 
+/// One message a forwarder sends for the frames it took (by their index
+/// in what it took; see [`plan_messages`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Outgoing {
+    /// Whole frames: their headers and all their bytes.
+    Frames(std::ops::Range<usize>),
+    /// The header of one frame too large for a message, with its bytes
+    /// up to `end`.
+    First { frame: usize, end: usize },
+    /// More bytes of that frame, `start..end`, under a part header.
+    Part {
+        frame: usize,
+        start: usize,
+        end: usize,
+    },
+}
+
+/// The messages that carry frames of (header bytes, frame bytes) `sizes`,
+/// in order, each within [`MESSAGE_BYTES`] (`limit`): frames that fit go
+/// together, as many as fit; a frame that does not fit alone goes in
+/// parts. No frame waits for another: these are the frames taken already.
+pub(crate) fn plan_messages(sizes: &[(usize, usize)], limit: usize) -> Vec<Outgoing> {
+    let mut out = Vec::new();
+    let mut group = 0..0;
+    let mut used = 0usize;
+    for (i, &(header, bytes)) in sizes.iter().enumerate() {
+        let whole = header + bytes;
+        if whole <= limit {
+            if used + whole > limit {
+                out.push(Outgoing::Frames(group.clone()));
+                group = i..i;
+                used = 0;
+            }
+            group.end = i + 1;
+            used += whole;
+            continue;
+        }
+        if !group.is_empty() {
+            out.push(Outgoing::Frames(group.clone()));
+        }
+        group = i + 1..i + 1;
+        used = 0;
+        // A header is far smaller than a message: the first part has
+        // bytes, every part after it too.
+        let first = limit.saturating_sub(header).max(1);
+        out.push(Outgoing::First {
+            frame: i,
+            end: first,
+        });
+        let part = limit.saturating_sub(STREAM_FIXED_BYTES).max(1);
+        let mut start = first;
+        while start < bytes {
+            let end = (start + part).min(bytes);
+            out.push(Outgoing::Part {
+                frame: i,
+                start,
+                end,
+            });
+            start = end;
+        }
+    }
+    if !group.is_empty() {
+        out.push(Outgoing::Frames(group));
+    }
+    out
+}
+
 /// A frame lent to Zenoh: its slot stays held until Zenoh has sent it.
 struct Lent(Frame);
 
@@ -211,6 +281,13 @@ impl Forwarder {
 
     fn forward(&mut self) -> Result<(), NetError> {
         let element = self.inner.pipeline.plan.entries[self.entry].element;
+        // Every host has said its batch (forwarders start once all did).
+        let limit = self
+            .inner
+            .pipeline
+            .placement
+            .host_index(&self.to)
+            .map_or(MESSAGE_BYTES, |h| self.inner.message_bytes_to(h));
         let mut sent = 0u64;
         loop {
             if self.give_up() {
@@ -252,11 +329,40 @@ impl Forwarder {
                             shape: f.shape().iter().map(|&d| d as u64).collect(),
                         })
                         .collect();
-                    let mut payload = ZBytes::writer();
-                    for f in frames {
-                        payload.append(ZBytes::from(bytes::Bytes::from_owner(Lent(f))));
+                    let seqs: Vec<u64> = frames.iter().map(Frame::seq).collect();
+                    let bytes: Vec<bytes::Bytes> = frames
+                        .into_iter()
+                        .map(|f| bytes::Bytes::from_owner(Lent(f)))
+                        .collect();
+                    let sizes: Vec<(usize, usize)> = msgs
+                        .iter()
+                        .zip(&bytes)
+                        .map(|(m, b)| (m.encoded_len(), b.len()))
+                        .collect();
+                    for out in plan_messages(&sizes, limit) {
+                        match out {
+                            Outgoing::Frames(range) => {
+                                let mut payload = ZBytes::writer();
+                                for b in &bytes[range.clone()] {
+                                    payload.append(ZBytes::from(b.clone()));
+                                }
+                                self.send(&msgs[range], payload.finish())?;
+                            }
+                            Outgoing::First { frame, end } => {
+                                let first = ZBytes::from(bytes[frame].slice(..end));
+                                self.send(&msgs[frame..=frame], first)?;
+                            }
+                            Outgoing::Part { frame, start, end } => {
+                                let part = StreamMsg::Part {
+                                    element,
+                                    seq: seqs[frame],
+                                    offset: start as u64,
+                                };
+                                let rest = ZBytes::from(bytes[frame].slice(start..end));
+                                self.send(&[part], rest)?;
+                            }
+                        }
                     }
-                    self.send(&msgs, payload.finish())?;
                     sent += msgs.len() as u64;
                 }
                 Ok(None) => {
@@ -306,14 +412,17 @@ enum Handled {
 /// and Zenoh's receive buffer goes back at once); otherwise it is handed
 /// to the bridge's thread, which waits for the slot. Zenoh's receiving
 /// thread never waits: the callback only tries the lock the thread holds
-/// while it waits, and at most the window's frames (plus the end) are
-/// ever handed over.
+/// while it waits, and at most the messages of the window's frames (plus
+/// the end) are ever handed over.
 pub(crate) struct Bridge {
     pub(crate) placer: Mutex<Placer>,
     /// Messages handed to the thread and not yet handled (lowered under
     /// `placer`'s lock once handled: the callback, holding the lock,
     /// places a frame itself only when it is 0).
     queued: std::sync::atomic::AtomicUsize,
+    /// The most messages ever handed over: those of a window of the
+    /// largest frames, and the end.
+    most_queued: usize,
     tx: crossbeam_channel::Sender<Work>,
     rx: Receiver<Work>,
     /// Set when more arrived than the credit allows.
@@ -347,19 +456,48 @@ pub(crate) struct Placer {
     pub(crate) placed: u64,
     pub(crate) credited: u64,
     pub(crate) last: Option<u64>,
+    /// The frame whose first part is placed and whose other parts are
+    /// still to come (its slot taken).
+    pub(crate) partial: Option<Partial>,
     /// Set once the bridge ended: nothing more is placed.
     pub(crate) ended: bool,
 }
 
+/// A frame arriving in parts: its number, its bytes, and how many of them
+/// are placed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Partial {
+    seq: u64,
+    len: usize,
+    got: usize,
+}
+
+/// How many messages the largest frame of `frame_bytes` bytes (with
+/// `ndim` dimensions) crosses in at most ([`plan_messages`] in the
+/// smallest messages, [`MESSAGE_BYTES`]).
+pub(crate) fn messages_per_frame(frame_bytes: u64, ndim: usize) -> usize {
+    let header = STREAM_FIXED_BYTES + 8 * ndim;
+    let bytes = usize::try_from(frame_bytes).unwrap_or(usize::MAX);
+    if header.saturating_add(bytes) <= MESSAGE_BYTES {
+        return 1;
+    }
+    let first = MESSAGE_BYTES - header;
+    1 + (bytes - first).div_ceil(MESSAGE_BYTES - STREAM_FIXED_BYTES)
+}
+
 impl Bridge {
-    /// A bridge for `placer`, with room for `window` frames (plus the
-    /// end) handed to its thread.
-    pub(crate) fn new(placer: Placer, window: u64) -> Bridge {
-        // The window's frames, the end, and a credit call.
-        let (tx, rx) = crossbeam_channel::bounded::<Work>(window as usize + 3);
+    /// A bridge for `placer`, with room for the messages of `window`
+    /// frames of `per_frame` messages each (plus the end) handed to its
+    /// thread.
+    pub(crate) fn new(placer: Placer, window: u64, per_frame: usize) -> Bridge {
+        // Unbounded: what may be queued is bounded by `most_queued`
+        // (a window of frames, and the end), and credit calls are few.
+        let (tx, rx) = crossbeam_channel::unbounded::<Work>();
+        let window = usize::try_from(window).unwrap_or(usize::MAX);
         Bridge {
             placer: Mutex::new(placer),
             queued: std::sync::atomic::AtomicUsize::new(0),
+            most_queued: window.saturating_mul(per_frame.max(1)).saturating_add(2),
             tx,
             rx,
             overrun: AtomicBool::new(false),
@@ -390,11 +528,13 @@ impl Bridge {
             }
             _ => item,
         };
-        self.queued.fetch_add(1, Ordering::AcqRel);
-        if let Err(TrySendError::Full(_)) = self.tx.try_send(Work::Message(item)) {
+        if self.queued.fetch_add(1, Ordering::AcqRel) >= self.most_queued {
             self.queued.fetch_sub(1, Ordering::AcqRel);
+            // The thread sees it on its next message, or within POLL.
             self.overrun.store(true, Ordering::Relaxed);
+            return;
         }
+        let _ = self.tx.send(Work::Message(item));
     }
 
     /// Sends the credit due, if any, without holding the placer's lock
@@ -490,7 +630,37 @@ impl Placer {
             check_batch(element, &batch)?;
         }
         while batch.next < batch.msgs.len() {
-            match &batch.msgs[batch.next] {
+            let msg = &batch.msgs[batch.next];
+            if let Some(p) = self.partial
+                && !matches!(msg, StreamMsg::Part { .. })
+            {
+                return Err(NetError::Protocol(format!(
+                    "frame {} stopped after {} of its {} bytes",
+                    p.seq, p.got, p.len
+                )));
+            }
+            match msg {
+                StreamMsg::Part { seq, offset, .. } => {
+                    let p = self.partial.take().ok_or_else(|| {
+                        NetError::Protocol(format!("a part of frame {seq} that never began"))
+                    })?;
+                    if p.seq != *seq || p.got as u64 != *offset {
+                        return Err(NetError::Protocol(format!(
+                            "bytes of frame {seq} at {offset} arrived where frame {}'s at {} were due",
+                            p.seq, p.got
+                        )));
+                    }
+                    let n = batch.payload.len();
+                    self.copy_in(&batch.payload, 0, p.got, n)?;
+                    let got = p.got + n;
+                    if got < p.len {
+                        self.partial = Some(Partial { got, ..p });
+                    } else {
+                        self.publish()?;
+                        self.placed += 1;
+                    }
+                    batch.next += 1;
+                }
                 StreamMsg::Frame {
                     seq,
                     source_seq,
@@ -513,17 +683,23 @@ impl Placer {
                         None => return Ok(Handled::NoSlot(Ok(batch))),
                     }
                     self.last = Some(seq);
-                    self.place(
-                        &dims,
-                        source_seq,
-                        timestamp_ns,
-                        &batch.payload,
-                        batch.at,
-                        len,
-                    )?;
+                    // All of it here, or (alone in its message) its first
+                    // part.
+                    let here = len.min(batch.payload.len() - batch.at);
+                    self.begin_frame(&dims, source_seq, timestamp_ns)?;
+                    self.copy_in(&batch.payload, batch.at, 0, here)?;
                     batch.next += 1;
-                    batch.at += len;
-                    self.placed += 1;
+                    batch.at += here;
+                    if here < len {
+                        self.partial = Some(Partial {
+                            seq,
+                            len,
+                            got: here,
+                        });
+                    } else {
+                        self.publish()?;
+                        self.placed += 1;
+                    }
                 }
                 StreamMsg::End { .. } => {
                     self.producer
@@ -567,28 +743,40 @@ impl Placer {
         }
     }
 
-    /// Copies one frame (`len` bytes of `payload` from `at`) into the
-    /// slot taken and publishes it.
-    fn place(
+    /// Gives the slot taken the frame's shape and source.
+    fn begin_frame(
         &mut self,
         dims: &[usize],
         source_seq: u64,
         timestamp_ns: u64,
-        payload: &ZBytes,
-        at: usize,
-        len: usize,
     ) -> Result<(), NetError> {
         self.producer
             .set_shape(dims)
             .map_err(|e| NetError::Protocol(e.to_string()))?;
         self.producer
             .set_source(source_seq, timestamp_ns)
-            .map_err(|e| NetError::Protocol(e.to_string()))?;
+            .map_err(|e| NetError::Protocol(e.to_string()))
+    }
+
+    /// Copies `len` bytes of `payload` from `at` into the slot taken, from
+    /// byte `to` of the frame (a frame's shape is set first: its bytes are
+    /// the slot's).
+    fn copy_in(
+        &mut self,
+        payload: &ZBytes,
+        at: usize,
+        to: usize,
+        len: usize,
+    ) -> Result<(), NetError> {
         let slot = self
             .producer
             .bytes_mut()
             .map_err(|e| NetError::Protocol(e.to_string()))?;
-        // The frame's bytes may span several of the payload's slices.
+        let slot = to
+            .checked_add(len)
+            .and_then(|end| slot.get_mut(to..end))
+            .ok_or_else(|| NetError::Protocol(format!("bytes {to}..+{len} run past the frame")))?;
+        // The bytes may span several of the payload's slices.
         let (mut skip, mut done) = (at, 0usize);
         for piece in payload.slices() {
             if done == len {
@@ -603,6 +791,11 @@ impl Placer {
             done += take;
             skip = 0;
         }
+        Ok(())
+    }
+
+    /// Publishes the frame in the slot taken.
+    fn publish(&mut self) -> Result<(), NetError> {
         self.producer
             .publish()
             .map_err(|e| NetError::Protocol(e.to_string()))
@@ -610,15 +803,30 @@ impl Placer {
 }
 
 /// Checks a message before any of it is placed: every header of the
-/// stream's element type, and the payload exactly the frames' bytes.
+/// stream's element type, and the payload exactly the frames' bytes (a
+/// frame alone in its message may bring fewer, some: its first part; a
+/// part brings some, and the frame's own checks say whether they fit).
 fn check_batch(element: Primitive, batch: &Batch) -> Result<(), NetError> {
+    let got = batch.payload.len() as u64;
+    match batch.msgs.as_slice() {
+        [StreamMsg::Frame { shape, .. }]
+            if entry_bytes(element, shape).is_some_and(|len| got > 0 && got < len) =>
+        {
+            return check_element(element, &batch.msgs);
+        }
+        [StreamMsg::Part { .. }] if got > 0 => return check_element(element, &batch.msgs),
+        [StreamMsg::Part { .. }] => {
+            return Err(NetError::Protocol("a part of a frame with no bytes".into()));
+        }
+        _ => {}
+    }
     let mut bytes = 0u64;
     for msg in &batch.msgs {
         let (sent_as, len) = match msg {
             StreamMsg::Frame { element, shape, .. } => (*element, entry_bytes(*element, shape)),
-            StreamMsg::End { element, .. } | StreamMsg::Poisoned { element, .. } => {
-                (*element, Some(0))
-            }
+            StreamMsg::End { element, .. }
+            | StreamMsg::Poisoned { element, .. }
+            | StreamMsg::Part { element, .. } => (*element, Some(0)),
         };
         if sent_as != element {
             return Err(NetError::Protocol(format!(
@@ -639,6 +847,30 @@ fn check_batch(element: Primitive, batch: &Batch) -> Result<(), NetError> {
 }
 
 /// A frame's dimensions.
+/// Every header of a message is of the stream's element type.
+fn check_element(element: Primitive, msgs: &[StreamMsg]) -> Result<(), NetError> {
+    for msg in msgs {
+        let (StreamMsg::Frame {
+            element: sent_as, ..
+        }
+        | StreamMsg::End {
+            element: sent_as, ..
+        }
+        | StreamMsg::Poisoned {
+            element: sent_as, ..
+        }
+        | StreamMsg::Part {
+            element: sent_as, ..
+        }) = msg;
+        if *sent_as != element {
+            return Err(NetError::Protocol(format!(
+                "frames of {sent_as} arrived; the plan says {element}"
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn frame_dims(shape: &[u64]) -> Result<Vec<usize>, NetError> {
     shape
         .iter()
@@ -668,6 +900,103 @@ mod tests {
         // Frames of a megabyte and more: the depth.
         assert_eq!(crossing_window(4, false, 1 << 20), 4);
         assert_eq!(crossing_window(3, false, 16 << 20), 3);
+    }
+
+    /// Every frame's bytes, in order, exactly once, from the messages
+    /// planned; and no message over the limit.
+    fn check_plan(sizes: &[(usize, usize)], limit: usize) -> Vec<Outgoing> {
+        let plan = plan_messages(sizes, limit);
+        let mut next = (0usize, 0usize); // (frame, bytes of it sent)
+        for m in &plan {
+            match m {
+                Outgoing::Frames(r) => {
+                    assert_eq!((r.start, 0), next, "{plan:?}");
+                    assert!(!r.is_empty());
+                    let total: usize = sizes[r.clone()].iter().map(|(h, b)| h + b).sum();
+                    assert!(total <= limit, "{m:?} has {total} bytes");
+                    next = (r.end, 0);
+                }
+                Outgoing::First { frame, end } => {
+                    assert_eq!((*frame, 0), next, "{plan:?}");
+                    assert!(*end > 0 && sizes[*frame].0 + end <= limit, "{m:?}");
+                    assert!(
+                        *end < sizes[*frame].1,
+                        "{m:?}: a first part that is all of it"
+                    );
+                    next = (*frame, *end);
+                }
+                Outgoing::Part { frame, start, end } => {
+                    assert_eq!((*frame, *start), next, "{plan:?}");
+                    assert!(end > start && STREAM_FIXED_BYTES + end - start <= limit);
+                    next = if *end == sizes[*frame].1 {
+                        (frame + 1, 0)
+                    } else {
+                        (*frame, *end)
+                    };
+                }
+            }
+        }
+        assert_eq!(next, (sizes.len(), 0), "{plan:?}");
+        plan
+    }
+
+    #[test]
+    fn frames_that_fit_go_together_and_large_ones_in_parts() {
+        let h = STREAM_FIXED_BYTES + 8;
+        // Small frames: as many in a message as fit.
+        let small = vec![(h, 4096); 40];
+        let plan = check_plan(&small, MESSAGE_BYTES);
+        let per = MESSAGE_BYTES / (h + 4096);
+        assert_eq!(plan.len(), 40usize.div_ceil(per));
+        // A 64 KiB frame: its header and first bytes, then two parts.
+        let plan = check_plan(&[(h, 64 << 10)], MESSAGE_BYTES);
+        assert_eq!(plan.len(), 3);
+        assert_eq!(plan.len(), messages_per_frame(64 << 10, 1));
+        // 1 MiB: as many messages as `messages_per_frame` says (the
+        // bridge's bound on what it queues).
+        let plan = check_plan(&[(h, 1 << 20)], MESSAGE_BYTES);
+        assert_eq!(plan.len(), messages_per_frame(1 << 20, 1));
+        assert_eq!(plan.len(), 34);
+        // Mixed, in order: a large frame ends the group before it.
+        let plan = check_plan(&[(h, 100), (h, 200), (h, 70_000), (h, 100)], MESSAGE_BYTES);
+        assert_eq!(plan[0], Outgoing::Frames(0..2));
+        assert!(matches!(plan[1], Outgoing::First { frame: 2, .. }));
+        assert_eq!(plan.last(), Some(&Outgoing::Frames(3..4)));
+        // Frames of no bytes, and one exactly at the limit.
+        check_plan(&[(h, 0), (h, 0)], MESSAGE_BYTES);
+        let plan = check_plan(&[(h, MESSAGE_BYTES - h), (h, 1)], MESSAGE_BYTES);
+        assert_eq!(plan, vec![Outgoing::Frames(0..1), Outgoing::Frames(1..2)]);
+        assert_eq!(messages_per_frame((MESSAGE_BYTES - h) as u64, 1), 1);
+        assert_eq!(messages_per_frame((MESSAGE_BYTES - h + 1) as u64, 1), 2);
+    }
+
+    #[test]
+    fn random_frames_are_planned_whole_in_order_within_the_limit() {
+        // Fixed seed, thousands of cases: sizes around the limit's edges.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for _ in 0..5_000 {
+            let limit = 200 + next(5_000) as usize;
+            let count = 1 + next(12) as usize;
+            let sizes: Vec<(usize, usize)> = (0..count)
+                .map(|_| {
+                    let h = STREAM_FIXED_BYTES + 8 * next(4) as usize;
+                    let b = match next(4) {
+                        0 => next(50) as usize,
+                        1 => limit - h + next(3) as usize - 1,
+                        2 => next(limit as u64 * 5) as usize,
+                        _ => next(limit as u64) as usize,
+                    };
+                    (h, b)
+                })
+                .collect();
+            check_plan(&sizes, limit);
+        }
     }
 
     #[test]

@@ -39,8 +39,9 @@ use fastio::plan::EntryKind;
 
 /// The first bytes of every header.
 pub const MAGIC: [u8; 4] = *b"FIOX";
-/// The version of stream message headers this crate writes and reads.
-pub const VERSION: u8 = 1;
+/// The version of stream message headers this crate writes and reads (2:
+/// frames larger than a message cross in parts).
+pub const VERSION: u8 = 2;
 /// The version of entry piece headers ([`ChunkHeader`]) this crate writes
 /// and reads (2: the entry's key in the header).
 pub const CHUNK_VERSION: u8 = 2;
@@ -50,11 +51,85 @@ pub const MAX_KEY_BYTES: usize = 255;
 pub const FIXED_BYTES: usize = 48;
 /// Most dimensions an entry may have.
 pub const MAX_DIMS: usize = 32;
-/// Bytes of every piece of an entry but its last (which has the rest): a
-/// piece and its header fit in one Zenoh batch (at most 64 KiB), so Zenoh
-/// never cuts a piece into fragments nor puts one together again in a
-/// buffer of its own (the receiving host's memory stays the entry's).
-pub const PIECE_BYTES: usize = 63 * 1024;
+/// Zenoh's low-latency transport (which every host uses, `options.rs`)
+/// sends each message as it is, without cutting it into fragments, and a
+/// reader closes the link on a message longer than the link's *batch
+/// size*. Zenoh sets that from each end's link when it opens: for TCP
+/// the largest multiple of half the TCP segment below 64 KiB less the IP
+/// header (65,160 bytes on an Ethernet link of 1,500 bytes, 62,636 at
+/// 9,000; the two ends of this machine's loopback said 49,152 and 65,480),
+/// never less than this; for QUIC 65,535. Each host says the smallest
+/// batch of its links (`Status::Batch`), and what a host sends another
+/// fits the smaller of the two ([`message_bytes`]).
+pub const SMALLEST_TCP_BATCH: usize = 32_738;
+/// The largest batch Zenoh uses.
+pub const LARGEST_BATCH: usize = 65_535;
+/// Bytes of a batch left for Zenoh's framing and the key expression (at
+/// most 909 bytes: the names in a key are bounded; a test in `keys.rs`
+/// checks it).
+pub const KEY_ROOM: usize = 1024;
+/// Most bytes of payload and attachment in one message on every link:
+/// what [`message_bytes`] gives before a host has said its batch.
+pub const MESSAGE_BYTES: usize = SMALLEST_TCP_BATCH - KEY_ROOM;
+/// Bytes of the largest header of an entry's piece ([`FIXED_BYTES`],
+/// [`MAX_KEY_BYTES`], [`MAX_DIMS`] dimensions).
+pub const MAX_CHUNK_HEADER_BYTES: usize = FIXED_BYTES + MAX_KEY_BYTES + 8 * MAX_DIMS;
+
+/// Most bytes of payload and attachment in one message between two hosts
+/// whose links' smallest batches are `a` and `b` (each taken between
+/// [`SMALLEST_TCP_BATCH`] and [`LARGEST_BATCH`]: a batch said outside that
+/// is no batch of Zenoh's).
+pub fn message_bytes(a: usize, b: usize) -> usize {
+    let batch = |x: usize| x.clamp(SMALLEST_TCP_BATCH, LARGEST_BATCH);
+    batch(a).min(batch(b)) - KEY_ROOM
+}
+
+/// Bytes of every piece of an entry but its last, in messages of at most
+/// `message` bytes ([`message_bytes`]): the most whole KiB that fit with
+/// the largest header, so that Zenoh never cuts a piece into fragments nor
+/// puts one together again in a buffer of its own (the receiving host's
+/// memory stays the entry's). A reader takes pieces of
+/// [`MIN_PIECE_BYTES`] to [`MAX_PIECE_BYTES`].
+pub fn piece_bytes(message: usize) -> usize {
+    (message.saturating_sub(MAX_CHUNK_HEADER_BYTES) / 1024 * 1024)
+        .clamp(MIN_PIECE_BYTES, MAX_PIECE_BYTES)
+}
+
+/// Checks that `len` bytes at byte `offset` of an entry of `total` bytes
+/// can be a piece: some bytes (none only for an empty entry), within
+/// the entry, at most [`MAX_PIECE_BYTES`], and at least
+/// [`MIN_PIECE_BYTES`] unless it is the last. What is wrong, otherwise.
+pub fn check_piece(offset: u64, len: u64, total: u64) -> Result<(), String> {
+    let last = offset.checked_add(len) == Some(total);
+    let fits = offset.checked_add(len).is_some_and(|end| end <= total);
+    let ok = fits
+        && len <= MAX_PIECE_BYTES as u64
+        && (len > 0 || total == 0)
+        && (last || len >= MIN_PIECE_BYTES as u64);
+    if ok {
+        return Ok(());
+    }
+    let rest = total.saturating_sub(offset);
+    let due = if rest <= MIN_PIECE_BYTES as u64 {
+        format!("{rest}")
+    } else {
+        format!("{MIN_PIECE_BYTES} to {}", rest.min(MAX_PIECE_BYTES as u64))
+    };
+    Err(format!(
+        "a piece of {len} bytes at byte {offset}; {due} were due"
+    ))
+}
+
+/// The smallest piece of an entry but its last ([`piece_bytes`] on the
+/// smallest batch).
+pub const MIN_PIECE_BYTES: usize = (MESSAGE_BYTES - MAX_CHUNK_HEADER_BYTES) / 1024 * 1024;
+/// The largest piece of an entry ([`piece_bytes`] on the largest batch).
+pub const MAX_PIECE_BYTES: usize =
+    (LARGEST_BATCH - KEY_ROOM - MAX_CHUNK_HEADER_BYTES) / 1024 * 1024;
+/// The pieces of an entry that fits in the smallest messages.
+pub const PIECE_BYTES: usize = MIN_PIECE_BYTES;
+const _: () =
+    assert!(MIN_PIECE_BYTES > 0 && MIN_PIECE_BYTES + MAX_CHUNK_HEADER_BYTES <= MESSAGE_BYTES);
 /// Largest entry sent without waiting for its readers to make room: its
 /// pieces follow its first at once, and the reader allocates it when the
 /// first arrives.
@@ -276,26 +351,32 @@ pub const STREAM_FIXED_BYTES: usize = 48;
 /// bytes (`shape` elements of `element`), an end's or poison's is empty.
 /// A message may carry several frames (those waiting when the first was
 /// sent): its attachment is their headers one after another, its payload
-/// their bytes in the same order ([`StreamMsg::decode_all`]).
+/// their bytes in the same order ([`StreamMsg::decode_all`]). A frame
+/// whose header and bytes do not fit in one message ([`MESSAGE_BYTES`])
+/// crosses in parts: a message of its header alone with its first bytes,
+/// then messages of one part header each ([`StreamMsg::Part`]: the frame's
+/// number and the offset of the bytes it carries), in order, until its
+/// bytes are complete; nothing else of the stream comes in between.
 ///
 /// | offset | size | field |
 /// |---|---|---|
 /// | 0 | 4 | magic `FIOF` |
-/// | 4 | 1 | version, 1 |
-/// | 5 | 1 | what: 0 frame, 1 end, 2 poisoned |
-/// | 6 | 1 | number of dimensions `n` (0 for an end or a poison) |
+/// | 4 | 1 | version, 2 |
+/// | 5 | 1 | what: 0 frame, 1 end, 2 poisoned, 3 part of a frame |
+/// | 6 | 1 | number of dimensions `n` (0 but for a frame) |
 /// | 7 | 1 | 0 |
 /// | 8 | 16 | element type name, ASCII, padded with NUL |
-/// | 24 | 8 | frame: its number in the producer's stream; end: frames in all; poisoned: the first frame that will not come |
-/// | 32 | 8 | frame: the number of the source frame it derives from; else 0 |
+/// | 24 | 8 | frame, part: the frame's number in the producer's stream; end: frames in all; poisoned: the first frame that will not come |
+/// | 32 | 8 | frame: the number of the source frame it derives from; part: the offset of its bytes in the frame; else 0 |
 /// | 40 | 8 | frame: when that source frame was taken (ns since the Unix epoch); else 0 |
 /// | 48 | 8 × n | frame: its shape |
 ///
 /// The consuming host answers on `<run>/credit/<operator>/<output>/<host>`
 /// with 8 bytes: how many frames it has placed in its local stream so far
 /// ([`decode_credit`]). A producing host sends a frame only while fewer
-/// than the stream's depth are sent and not placed: back-pressure crosses
-/// the link, and no reader ever blocks Zenoh's receiving thread.
+/// than the crossing's window (the stream's depth, more for small frames)
+/// are sent and not placed: back-pressure crosses the link, and no reader
+/// ever blocks Zenoh's receiving thread.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StreamMsg {
     /// A frame.
@@ -325,6 +406,16 @@ pub enum StreamMsg {
         /// The first frame that will not come.
         from: u64,
     },
+    /// More bytes of frame `seq`, whose header came before with its first
+    /// bytes: the message's payload is the frame's bytes from `offset`.
+    Part {
+        /// The stream's element type.
+        element: Primitive,
+        /// The frame's number in the producer's stream.
+        seq: u64,
+        /// Where the part's bytes go in the frame.
+        offset: u64,
+    },
 }
 
 fn put_name(b: &mut Vec<u8>, element: Primitive) {
@@ -348,6 +439,14 @@ fn read_name(name_bytes: &[u8]) -> Result<Primitive, WireError> {
 }
 
 impl StreamMsg {
+    /// The length of the header's bytes ([`StreamMsg::encode`]).
+    pub fn encoded_len(&self) -> usize {
+        match self {
+            StreamMsg::Frame { shape, .. } => STREAM_FIXED_BYTES + 8 * shape.len(),
+            _ => STREAM_FIXED_BYTES,
+        }
+    }
+
     /// The header's bytes.
     pub fn encode(&self) -> Vec<u8> {
         let (what, element, a, src, ts, shape): (u8, Primitive, u64, u64, u64, &[u64]) = match self
@@ -361,6 +460,11 @@ impl StreamMsg {
             } => (0, *element, *seq, *source_seq, *timestamp_ns, shape),
             StreamMsg::End { element, frames } => (1, *element, *frames, 0, 0, &[]),
             StreamMsg::Poisoned { element, from } => (2, *element, *from, 0, 0, &[]),
+            StreamMsg::Part {
+                element,
+                seq,
+                offset,
+            } => (3, *element, *seq, *offset, 0, &[]),
         };
         let mut b = Vec::with_capacity(STREAM_FIXED_BYTES + 8 * shape.len());
         b.extend_from_slice(&STREAM_MAGIC);
@@ -376,16 +480,16 @@ impl StreamMsg {
     }
 
     /// Reads and checks a header: magic, version, what, element name,
-    /// dimensions (a frame's bytes must not overflow; an end or a poison
-    /// has none and zero source fields).
+    /// dimensions (a frame's bytes must not overflow; an end, a poison or
+    /// a part has none, and no source: a part's offset aside, zero).
     pub fn decode(b: &[u8]) -> Result<StreamMsg, WireError> {
         let h = Header::read(b, STREAM_MAGIC, VERSION, STREAM_FIXED_BYTES, false)?;
         let (a, src, ts) = (h.word(24), h.word(32), h.word(40));
         let (code, element, shape) = (h.code, h.element, h.shape);
         let ndim = shape.len();
-        if code != 0 && (ndim != 0 || src != 0 || ts != 0) {
+        if code != 0 && (ndim != 0 || (src != 0 && code != 3) || ts != 0) {
             return Err(WireError::Field(
-                "an end or a poison has no shape and no source".into(),
+                "an end, a poison or a part has no shape and no source".into(),
             ));
         }
         match code {
@@ -402,6 +506,11 @@ impl StreamMsg {
             }
             1 => Ok(StreamMsg::End { element, frames: a }),
             2 => Ok(StreamMsg::Poisoned { element, from: a }),
+            3 => Ok(StreamMsg::Part {
+                element,
+                seq: a,
+                offset: src,
+            }),
             w => Err(WireError::Field(format!("stream message kind {w}"))),
         }
     }
@@ -415,8 +524,9 @@ impl StreamMsg {
     }
 
     /// Reads the attachment of a stream message: one header, or the
-    /// headers of several frames one after another (an end or a poison
-    /// comes alone). Every header is checked as by [`StreamMsg::decode`].
+    /// headers of several frames one after another (an end, a poison or a
+    /// part comes alone). Every header is checked as by
+    /// [`StreamMsg::decode`].
     pub fn decode_all(b: &[u8]) -> Result<Vec<StreamMsg>, WireError> {
         let mut msgs = Vec::new();
         let mut at = 0usize;
@@ -433,7 +543,7 @@ impl StreamMsg {
             let msg = StreamMsg::decode(&rest[..len.min(rest.len())])?;
             if !matches!(msg, StreamMsg::Frame { .. }) && (at > 0 || len != rest.len()) {
                 return Err(WireError::Field(
-                    "an end or a poison comes alone, not among frames".into(),
+                    "an end, a poison or a part comes alone, not among frames".into(),
                 ));
             }
             msgs.push(msg);
@@ -480,6 +590,10 @@ pub enum Status {
     /// This host's part is over: `None` when everything it ran succeeded,
     /// else its root cause (the typed failure as one line of JSON).
     Done(Option<String>),
+    /// The smallest batch of this host's Zenoh links, said once every
+    /// host has joined: what it sends another host, and what another
+    /// sends it, fits both ([`message_bytes`]).
+    Batch(u32),
 }
 
 /// Longest status line read.
@@ -496,7 +610,15 @@ impl Status {
             Status::Ready(key) => format!("ready {key}"),
             Status::Done(None) => "done".into(),
             Status::Done(Some(why)) => format!("done-failed {}", one_line(why)),
+            Status::Batch(bytes) => format!("batch {bytes}"),
         }
+    }
+
+    /// The line, when a reader takes it (at most [`MAX_STATUS_BYTES`]):
+    /// a longer one is never sent (it would be refused, and it must not
+    /// outgrow a message, [`MESSAGE_BYTES`]).
+    pub fn line(&self) -> Option<String> {
+        Some(self.encode()).filter(|l| l.len() <= MAX_STATUS_BYTES)
     }
 
     /// Reads a line.
@@ -539,6 +661,10 @@ impl Status {
             }
             "done" if rest.is_empty() => Status::Done(None),
             "done-failed" if !rest.is_empty() => Status::Done(Some(rest.to_owned())),
+            "batch" => Status::Batch(
+                rest.parse()
+                    .map_err(|_| WireError::Field(format!("batch needs a size: {text:?}")))?,
+            ),
             _ => return Err(WireError::Field(format!("unknown status {text:?}"))),
         })
     }
@@ -623,6 +749,67 @@ mod tests {
     }
 
     #[test]
+    fn messages_fit_the_smaller_batch_of_two_hosts_and_pieces_fit_messages() {
+        // The smaller of the two, less room for the key; a batch said
+        // outside Zenoh's range is taken to its edge.
+        assert_eq!(message_bytes(65_160, 65_160), 65_160 - KEY_ROOM);
+        assert_eq!(message_bytes(65_480, 49_152), 49_152 - KEY_ROOM);
+        assert_eq!(message_bytes(1, 65_535), MESSAGE_BYTES);
+        assert_eq!(
+            message_bytes(usize::MAX, usize::MAX),
+            LARGEST_BATCH - KEY_ROOM
+        );
+        for batch in [
+            SMALLEST_TCP_BATCH,
+            40_000,
+            49_152,
+            62_636,
+            65_160,
+            LARGEST_BATCH,
+        ] {
+            let m = message_bytes(batch, LARGEST_BATCH);
+            let p = piece_bytes(m);
+            assert!(p + MAX_CHUNK_HEADER_BYTES <= m, "{batch}: {p}");
+            assert!(p > m - MAX_CHUNK_HEADER_BYTES - 1024, "{batch}: {p}");
+            assert_eq!(p % 1024, 0);
+            assert!((MIN_PIECE_BYTES..=MAX_PIECE_BYTES).contains(&p));
+        }
+        assert_eq!(piece_bytes(message_bytes(65_160, 65_160)), 62 * 1024);
+        assert_eq!(piece_bytes(0), MIN_PIECE_BYTES);
+        assert_eq!(Status::decode(b"batch 65160"), Ok(Status::Batch(65_160)));
+        assert_eq!(Status::Batch(49_152).encode(), "batch 49152");
+        assert!(Status::decode(b"batch").is_err());
+        assert!(Status::decode(b"batch -1").is_err());
+        assert!(Status::decode(b"batch 99999999999").is_err());
+        let long = Status::Failed {
+            op: "x".into(),
+            why: "y".repeat(MAX_STATUS_BYTES),
+        };
+        assert_eq!(long.line(), None, "a line no reader takes is not sent");
+        assert_eq!(Status::Done(None).line().as_deref(), Some("done"));
+    }
+
+    #[test]
+    fn a_piece_is_some_bytes_within_the_entry_and_full_but_for_the_last() {
+        let (min, max) = (MIN_PIECE_BYTES as u64, MAX_PIECE_BYTES as u64);
+        let total = 10 * max;
+        assert_eq!(check_piece(0, min, total), Ok(()));
+        assert_eq!(check_piece(0, max, total), Ok(()));
+        assert_eq!(check_piece(total - 5, 5, total), Ok(()), "the last");
+        assert_eq!(check_piece(0, 0, 0), Ok(()), "an empty entry");
+        assert_eq!(check_piece(0, 100, 100), Ok(()), "a small entry whole");
+        assert!(check_piece(0, min - 1, total).is_err(), "short, not last");
+        assert!(check_piece(0, max + 1, total).is_err(), "too long");
+        assert!(check_piece(total - 5, 6, total).is_err(), "past the end");
+        assert!(check_piece(u64::MAX, 2, total).is_err(), "overflow");
+        assert!(check_piece(0, 0, total).is_err(), "no bytes");
+        assert_eq!(
+            check_piece(0, 100, 4096),
+            Err("a piece of 100 bytes at byte 0; 4096 were due".into())
+        );
+    }
+
+    #[test]
     fn stream_messages_round_trip_and_bad_fields_are_refused() {
         let frame = StreamMsg::Frame {
             element: Primitive::UInt32,
@@ -641,15 +828,42 @@ mod tests {
                 element: Primitive::Int8,
                 from: 3,
             },
+            StreamMsg::Part {
+                element: Primitive::UInt32,
+                seq: 7,
+                offset: 63_432,
+            },
         ];
         for m in &msgs {
             assert_eq!(&StreamMsg::decode(&m.encode()).unwrap(), m);
+            assert_eq!(m.encode().len(), m.encoded_len());
         }
         let b = frame.encode();
         assert_eq!(b.len(), STREAM_FIXED_BYTES + 16);
         let mut bad = b.clone();
-        bad[5] = 3;
+        bad[5] = 4;
         assert!(StreamMsg::decode(&bad).is_err(), "unknown kind");
+        let mut bad = b.clone();
+        bad[5] = 3;
+        assert!(StreamMsg::decode(&bad).is_err(), "a part with a shape");
+        let mut bad = msgs[3].encode();
+        bad[40] = 1;
+        assert!(StreamMsg::decode(&bad).is_err(), "a part with a time");
+        let mut old = b.clone();
+        old[4] = 1;
+        assert!(
+            StreamMsg::decode(&old).is_err(),
+            "version 1 (no parts) is not read"
+        );
+        // A part comes alone, as an end does.
+        assert!(
+            StreamMsg::decode_all(&StreamMsg::encode_all(&[frame.clone(), msgs[3].clone()]))
+                .is_err()
+        );
+        assert_eq!(
+            StreamMsg::decode_all(&msgs[3].encode()).unwrap(),
+            vec![msgs[3].clone()]
+        );
         let mut bad = b.clone();
         bad[5] = 1;
         assert!(StreamMsg::decode(&bad).is_err(), "an end with a shape");

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use dtype::Primitive;
 use fastio::plan::EntryKind;
 use fastio::{Context, ContextOptions};
-use fastio_net::wire::{ChunkHeader, EAGER_BYTES, PIECE_BYTES};
+use fastio_net::wire::{ChunkHeader, EAGER_BYTES, PIECE_BYTES, Status};
 use fastio_net::{NetOptions, ZenohLink, run_prefix};
 use fastio_pipeline::{Definition, Failure, HostLink, LinkEvent};
 use zenoh::Wait;
@@ -98,6 +98,20 @@ fn receive_n(case: u16, n: usize, pieces: Vec<(Vec<u8>, Vec<u8>)>) -> (LinkEvent
         .declare_publisher(format!("{prefix}/entry/a/b"))
         .wait()
         .expect("publisher");
+    // Host a says the batch of its links (as every host does once all
+    // joined), again and again until b has joined: b waits for it.
+    let said = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sayer = {
+        let (session, said) = (session.clone(), said.clone());
+        let key = format!("{prefix}/status/a");
+        std::thread::spawn(move || {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            while !said.load(std::sync::atomic::Ordering::Relaxed) && Instant::now() < deadline {
+                let _ = session.put(&key, Status::Batch(65_535).encode()).wait();
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
     // Host b: ours.
     let ctx =
         Context::new(&ContextOptions::new().capacity(16 << 20).anonymous(true)).expect("context");
@@ -107,6 +121,8 @@ fn receive_n(case: u16, n: usize, pieces: Vec<(Vec<u8>, Vec<u8>)>) -> (LinkEvent
     b.join_timeout = Duration::from_secs(20);
     let mut link = ZenohLink::new(pipeline, b).expect("link");
     link.start(&ctx).expect("b joins");
+    said.store(true, std::sync::atomic::Ordering::Relaxed);
+    sayer.join().expect("sayer");
     let deadline = Instant::now() + Duration::from_secs(20);
     while !publisher
         .matching_status()
@@ -231,7 +247,7 @@ fn a_first_piece_that_is_neither_announcement_nor_a_full_piece_fails_the_entry()
     failed_with(
         4,
         vec![piece(Primitive::UInt8, &[4096], 4096, 0, 100)],
-        "or its first 4096, not 100 bytes at 0",
+        "or its first piece, not 100 bytes at 0 (a piece of 100 bytes at byte 0; 4096 were due)",
     );
 }
 
@@ -314,8 +330,8 @@ fn an_entry_of_several_pieces_sent_at_once_is_published_as_sent() {
 
 #[test]
 fn a_piece_of_another_size_than_due_fails_the_entry() {
-    // The second piece is cut short: every piece but the last has
-    // PIECE_BYTES.
+    // The second piece is cut short: every piece but the last has at
+    // least MIN_PIECE_BYTES (PIECE_BYTES is that).
     let n = 2 * PIECE_BYTES + 10;
     let mut pieces = eager_pieces(&vec![5u8; n]);
     pieces[1].1.truncate(PIECE_BYTES - 1);
@@ -326,8 +342,9 @@ fn a_piece_of_another_size_than_due_fails_the_entry() {
             ..
         } => assert!(
             error.contains(&format!(
-                "a piece of {} bytes at byte {PIECE_BYTES}; {PIECE_BYTES} were due",
-                PIECE_BYTES - 1
+                "a piece of {} bytes at byte {PIECE_BYTES}; {PIECE_BYTES} to {} were due",
+                PIECE_BYTES - 1,
+                PIECE_BYTES + 10
             )),
             "{error}"
         ),

@@ -26,7 +26,9 @@ impl ZenohLink {
             .wait()
             .map_err(|e| NetError::Zenoh(format!("cannot open a session: {e}")))?;
         if tls {
-            self.link_watch = Some(watch_links(&session, p, &here_name)?);
+            // With the links there already (history): from a runtime.
+            let (s, pipeline, here) = (session.clone(), p.clone(), here_name.clone());
+            self.link_watch = Some(in_runtime(move || watch_links(&s, &pipeline, &here))??);
         }
         // 1. Publishers: status, and each entry produced here that another
         //    host reads.
@@ -187,6 +189,7 @@ impl ZenohLink {
                 .map(|p| p.key_expr().as_str().to_owned())
                 .collect();
             if missing.is_empty() && unmatched.is_empty() {
+                self.agree_on_batches()?;
                 for work in self.pending.drain(..) {
                     self.workers.push(std::thread::spawn(work));
                 }
@@ -234,6 +237,67 @@ impl ZenohLink {
         }
     }
 
+    /// Says the smallest batch of this host's Zenoh links (every host's
+    /// link is up: their tokens came over them) and waits until every
+    /// other host has said its own, so that nothing this host sends
+    /// another outgrows the batch of the link between them
+    /// ([`Inner::message_bytes_to`]).
+    fn agree_on_batches(&self) -> Result<(), NetError> {
+        let inner = &self.inner;
+        let hosts = &inner.pipeline.placement.hosts;
+        let here = &hosts[inner.here];
+        let session = self
+            .session
+            .as_ref()
+            .ok_or_else(|| NetError::Zenoh("no session".into()))?;
+        let configured = self
+            .opts
+            .zenoh_config()?
+            .get_json("transport/link/tx/batch_size")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(crate::wire::LARGEST_BATCH);
+        let session = session.clone();
+        let own = in_runtime(move || {
+            session
+                .info()
+                .links()
+                .wait()
+                .map(|l| usize::from(l.mtu()))
+                .min()
+        })?
+        .unwrap_or(crate::wire::LARGEST_BATCH)
+        .min(configured);
+        inner.lock().batch.insert(here.clone(), own);
+        self.say(&Status::Batch(own as u32));
+        let deadline = Instant::now() + self.opts.join_timeout;
+        let mut st = inner.lock();
+        loop {
+            let silent: Vec<&str> = hosts
+                .iter()
+                .filter(|h| !st.batch.contains_key(*h))
+                .map(String::as_str)
+                .collect();
+            if silent.is_empty() {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(NetError::NotJoined(format!(
+                    "host {here}: every host of pipeline {} joined run {}, but within {:.0?} {} did not say the batch size of its links",
+                    inner.pipeline.name,
+                    self.opts.run_id,
+                    self.opts.join_timeout,
+                    silent.join(", ")
+                )));
+            }
+            st = inner
+                .changed
+                .wait_timeout(st, Duration::from_millis(20))
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
     /// Streams that cross hosts ([`crate::streams`]): on the producing
     /// host a publisher and a credit subscriber per consuming host, on a
     /// consuming host a subscriber and a credit publisher. The local
@@ -252,15 +316,24 @@ impl ZenohLink {
         let here_name = &p.placement.hosts[here];
         for c in &inner.crossings {
             let e = &p.plan.entries[c.entry];
-            // Frames in flight on this crossing (`streams::crossing_window`).
-            let window = p.plan.streaming.as_ref().map_or(1, |s| {
-                let frame_bytes = s.max_shapes.get(c.entry).map_or(0, |shape| {
-                    shape
-                        .iter()
-                        .fold(e.element.size() as u64, |a, &d| a.saturating_mul(d as u64))
-                });
-                crossing_window(s.depth, s.drop_oldest, frame_bytes)
+            // The largest frame, and the frames in flight on this
+            // crossing (`streams::crossing_window`).
+            let largest = p
+                .plan
+                .streaming
+                .as_ref()
+                .and_then(|s| s.max_shapes.get(c.entry));
+            let frame_bytes = largest.map_or(0, |shape| {
+                shape
+                    .iter()
+                    .fold(e.element.size() as u64, |a, &d| a.saturating_mul(d as u64))
             });
+            let window = p
+                .plan
+                .streaming
+                .as_ref()
+                .map_or(1, |s| crossing_window(s.depth, s.drop_oldest, frame_bytes));
+            let per_frame = messages_per_frame(frame_bytes, largest.map_or(0, Vec::len));
             let fail = |source: fastio::Error| NetError::Local {
                 what: format!("stream {}", e.name),
                 source,
@@ -328,9 +401,11 @@ impl ZenohLink {
                         placed: 0,
                         credited: 0,
                         last: None,
+                        partial: None,
                         ended: false,
                     },
                     window,
+                    per_frame,
                 ));
                 let arrived = bridge.clone();
                 let sub = session
@@ -405,4 +480,23 @@ fn watch_links(
         })
         .wait()
         .map_err(|e| NetError::Zenoh(e.to_string()))
+}
+
+/// Runs `f` in a task of a Tokio runtime of its own, and waits for it.
+/// Zenoh's low-latency transport lists its links only from within a
+/// runtime (zenoh-transport 1.10, `TransportUnicastLowlatency::get_links`
+/// takes the current runtime's handle, and panics outside one): asking
+/// for a session's links from the driver's thread must go through this.
+pub(super) fn in_runtime<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, NetError> {
+    let fail =
+        |e: &dyn std::fmt::Display| NetError::Zenoh(format!("a runtime to ask Zenoh in: {e}"));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("fastio-net ask")
+        .build()
+        .map_err(|e| fail(&e))?;
+    let task = rt.spawn(async move { f() });
+    rt.block_on(task).map_err(|e| fail(&e))
 }

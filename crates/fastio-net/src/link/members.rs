@@ -43,6 +43,9 @@ pub(crate) struct State {
     pub(super) vanished: BTreeMap<String, Instant>,
     /// The root cause of what failed elsewhere.
     pub(super) failure: RootCause,
+    /// The smallest batch of each host's Zenoh links, as it said
+    /// (this host's own too, once known).
+    pub(super) batch: BTreeMap<String, usize>,
 }
 
 pub(crate) struct Inner {
@@ -99,6 +102,19 @@ impl Inner {
     /// (entries are sent only then), whether or not its status line comes
     /// (see [`Inner::every_host_reads_from`]). Should its host vanish
     /// now, what is lost is the entry, not a running operator.
+    /// Most bytes of payload and attachment in one message from this host
+    /// to host `to` (by index): what fits the smallest batch of either's
+    /// links; the smallest any link may have while either has not said.
+    pub(crate) fn message_bytes_to(&self, to: usize) -> usize {
+        let hosts = &self.pipeline.placement.hosts;
+        let st = self.lock();
+        let said = |h: usize| hosts.get(h).and_then(|n| st.batch.get(n)).copied();
+        match (said(self.here), said(to)) {
+            (Some(a), Some(b)) => crate::wire::message_bytes(a, b),
+            _ => crate::wire::MESSAGE_BYTES,
+        }
+    }
+
     pub(super) fn producer_succeeded(&self, entry: usize) {
         let op = self.pipeline.plan.entries[entry].producer;
         let mut st = self.lock();
@@ -200,6 +216,10 @@ impl Inner {
                     st.failure.note(failure.clone());
                     let _ = self.events.send(LinkEvent::RemoteFailed { op, failure });
                 }
+            }
+            Status::Batch(bytes) => {
+                st.batch.insert(host.to_owned(), bytes as usize);
+                self.changed.notify_all();
             }
             Status::Done(outcome) => {
                 let outcome = outcome.map(|why| read_failure(host, &why));

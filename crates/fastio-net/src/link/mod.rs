@@ -37,9 +37,12 @@ use zenoh::sample::{Sample, SampleKind};
 use zenoh::session::Session;
 
 use crate::error::NetError;
-use crate::streams::{Batch, Bridge, Credit, Forwarder, Placer, crossing_window};
+use crate::streams::{
+    Batch, Bridge, Credit, Forwarder, Placer, crossing_window, messages_per_frame,
+};
 use crate::wire::{
-    ChunkHeader, EAGER_BYTES, PIECE_BYTES, Status, StreamMsg, decode_credit, entry_bytes,
+    ChunkHeader, EAGER_BYTES, Status, StreamMsg, check_piece, decode_credit, entry_bytes,
+    piece_bytes,
 };
 
 mod host_link;
@@ -144,8 +147,8 @@ impl ZenohLink {
     }
 
     fn say(&self, status: &Status) {
-        if let Some(p) = &self.status {
-            let _ = p.put(status.encode()).wait();
+        if let (Some(p), Some(line)) = (&self.status, status.line()) {
+            let _ = p.put(line).wait();
         }
     }
 }

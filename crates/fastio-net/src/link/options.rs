@@ -223,6 +223,13 @@ impl NetOptions {
             // about a third faster (`cargo xtask bench hosts`), and every
             // message of ours is data of one priority anyway.
             set("transport/unicast/qos/enabled", "false".into())?;
+            // Zenoh's low-latency transport: each message is written to
+            // the link by the thread that puts it, not handed to Zenoh's
+            // transmitting thread: one wake-up less a crossing (a 4 KiB
+            // round trip about a quarter faster, docs/hosts.md, *One
+            // message, one batch*). It sends no fragments: every message
+            // of ours fits the link's batch (`wire::message_bytes`).
+            set("transport/unicast/lowlatency", "true".into())?;
             // That queue holds 16 batches (Zenoh's most; 2 by default):
             // large entries move about a fifth faster, the sender filling
             // batches while earlier ones are written (`cargo xtask bench

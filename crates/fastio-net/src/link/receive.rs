@@ -85,12 +85,17 @@ impl Import {
     ) -> Result<Vec<usize>, NetError> {
         let e = &self.inner.pipeline.plan.entries[self.entry];
         // Offset 0, and no bytes (an announcement) or the first piece.
-        let due = first.total.min(PIECE_BYTES as u64);
-        if first.offset != 0 || !(payload.is_empty() || payload.len() as u64 == due) {
+        let n = payload.len() as u64;
+        let piece = if n == 0 && first.total > 0 {
+            Ok(())
+        } else {
+            check_piece(0, n, first.total)
+        };
+        if first.offset != 0 || piece.is_err() {
             return Err(NetError::Protocol(format!(
-                "a sending starts at byte 0 with no bytes (an announcement) or its first {due}, not {} bytes at {}",
-                payload.len(),
-                first.offset
+                "a sending starts at byte 0 with no bytes (an announcement) or its first piece, not {n} bytes at {}{}",
+                first.offset,
+                piece.err().map_or(String::new(), |why| format!(" ({why})"))
             )));
         }
         // The piece must be what the plan says the entry is.
@@ -196,15 +201,8 @@ impl Import {
                 h.offset, r.got
             )));
         }
-        // Every piece but the last has PIECE_BYTES.
-        let due = (h.total - h.offset).min(PIECE_BYTES as u64);
-        if bytes.len() as u64 != due {
-            return Err(NetError::Protocol(format!(
-                "a piece of {} bytes at byte {}; {due} were due",
-                bytes.len(),
-                h.offset
-            )));
-        }
+        // Every piece but the last has at least MIN_PIECE_BYTES.
+        check_piece(h.offset, bytes.len() as u64, h.total).map_err(NetError::Protocol)?;
         let mut map = r
             .alloc
             .map_mut()

@@ -2,6 +2,7 @@
 //! a copy.
 
 use super::*;
+use crate::wire::{MESSAGE_BYTES, MIN_PIECE_BYTES};
 
 /// One piece of a published entry, lent to Zenoh without a copy: it keeps
 /// the read-only mapping (and so the allocation) alive until Zenoh has
@@ -67,7 +68,9 @@ impl ZenohLink {
                         op,
                         why: failure.to_json(),
                     };
-                    let _ = p.put(said.encode()).wait();
+                    if let Some(line) = said.line() {
+                        let _ = p.put(line).wait();
+                    }
                 }
                 let _ = inner.events.send(LinkEvent::Failed { failure });
             }
@@ -81,8 +84,8 @@ impl ZenohLink {
 }
 
 /// Sends the published entry `entry` (`map`: its read-only mapping) to
-/// each consuming host (one publisher each) as pieces of
-/// [`PIECE_BYTES`]: at once when it has at most [`EAGER_BYTES`], else
+/// each consuming host (one publisher each) as pieces that fit the link
+/// to each ([`piece_bytes`]): at once when it has at most [`EAGER_BYTES`], else
 /// after its announcement, once every consuming host is ready.
 pub(super) fn send_entry(
     map: Arc<fastio::MappedPublished>,
@@ -127,11 +130,20 @@ pub(super) fn send_entry(
         put_each(publishers, ZBytes::new, &header(0))?;
         wait_for_room(inner, entry, stop)?;
     }
-    // Every piece but the last has PIECE_BYTES; an empty entry is one
-    // empty piece.
+    // Pieces that fit the link to every reader; every piece but the last
+    // of that size; an empty entry is one empty piece.
+    let size = inner
+        .crossing(entry)
+        .map(|c| {
+            c.to.iter()
+                .map(|&h| inner.message_bytes_to(h))
+                .min()
+                .unwrap_or(MESSAGE_BYTES)
+        })
+        .map_or(MIN_PIECE_BYTES, piece_bytes);
     let mut offset = 0usize;
     loop {
-        let end = (offset + PIECE_BYTES).min(total);
+        let end = (offset + size).min(total);
         put_each(publishers, || piece(offset, end), &header(offset))?;
         offset = end;
         if offset >= total {
