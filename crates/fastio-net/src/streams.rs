@@ -807,14 +807,15 @@ impl Placer {
 /// frame alone in its message may bring fewer, some: its first part; a
 /// part brings some, and the frame's own checks say whether they fit).
 fn check_batch(element: Primitive, batch: &Batch) -> Result<(), NetError> {
+    check_element(element, &batch.msgs)?;
     let got = batch.payload.len() as u64;
     match batch.msgs.as_slice() {
         [StreamMsg::Frame { shape, .. }]
             if entry_bytes(element, shape).is_some_and(|len| got > 0 && got < len) =>
         {
-            return check_element(element, &batch.msgs);
+            return Ok(());
         }
-        [StreamMsg::Part { .. }] if got > 0 => return check_element(element, &batch.msgs),
+        [StreamMsg::Part { .. }] if got > 0 => return Ok(()),
         [StreamMsg::Part { .. }] => {
             return Err(NetError::Protocol("a part of a frame with no bytes".into()));
         }
@@ -822,17 +823,10 @@ fn check_batch(element: Primitive, batch: &Batch) -> Result<(), NetError> {
     }
     let mut bytes = 0u64;
     for msg in &batch.msgs {
-        let (sent_as, len) = match msg {
-            StreamMsg::Frame { element, shape, .. } => (*element, entry_bytes(*element, shape)),
-            StreamMsg::End { element, .. }
-            | StreamMsg::Poisoned { element, .. }
-            | StreamMsg::Part { element, .. } => (*element, Some(0)),
+        let len = match msg {
+            StreamMsg::Frame { shape, .. } => entry_bytes(element, shape),
+            _ => Some(0),
         };
-        if sent_as != element {
-            return Err(NetError::Protocol(format!(
-                "frames of {sent_as} arrived; the plan says {element}"
-            )));
-        }
         bytes = len
             .and_then(|l| bytes.checked_add(l))
             .ok_or_else(|| NetError::Protocol("frames whose bytes overflow".into()))?;

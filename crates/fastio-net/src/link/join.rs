@@ -22,6 +22,12 @@ impl ZenohLink {
                     why: e.to_string(),
                 })?;
         }
+        // The batch our links may have at most, as configured.
+        let configured_batch = config
+            .get_json("transport/link/tx/batch_size")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(crate::wire::LARGEST_BATCH);
         let session = zenoh::open(config)
             .wait()
             .map_err(|e| NetError::Zenoh(format!("cannot open a session: {e}")))?;
@@ -189,7 +195,7 @@ impl ZenohLink {
                 .map(|p| p.key_expr().as_str().to_owned())
                 .collect();
             if missing.is_empty() && unmatched.is_empty() {
-                self.agree_on_batches()?;
+                self.agree_on_batches(configured_batch)?;
                 for work in self.pending.drain(..) {
                     self.workers.push(std::thread::spawn(work));
                 }
@@ -242,7 +248,7 @@ impl ZenohLink {
     /// other host has said its own, so that nothing this host sends
     /// another outgrows the batch of the link between them
     /// ([`Inner::message_bytes_to`]).
-    fn agree_on_batches(&self) -> Result<(), NetError> {
+    fn agree_on_batches(&self, configured: usize) -> Result<(), NetError> {
         let inner = &self.inner;
         let hosts = &inner.pipeline.placement.hosts;
         let here = &hosts[inner.here];
@@ -250,13 +256,6 @@ impl ZenohLink {
             .session
             .as_ref()
             .ok_or_else(|| NetError::Zenoh("no session".into()))?;
-        let configured = self
-            .opts
-            .zenoh_config()?
-            .get_json("transport/link/tx/batch_size")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(crate::wire::LARGEST_BATCH);
         let session = session.clone();
         let own = in_runtime(move || {
             session
@@ -324,9 +323,8 @@ impl ZenohLink {
                 .as_ref()
                 .and_then(|s| s.max_shapes.get(c.entry));
             let frame_bytes = largest.map_or(0, |shape| {
-                shape
-                    .iter()
-                    .fold(e.element.size() as u64, |a, &d| a.saturating_mul(d as u64))
+                let shape: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+                entry_bytes(e.element, &shape).unwrap_or(u64::MAX)
             });
             let window = p
                 .plan
