@@ -33,8 +33,7 @@ impl ZenohLink {
             .map_err(|e| NetError::Zenoh(format!("cannot open a session: {e}")))?;
         if tls {
             // With the links there already (history): from a runtime.
-            let (s, pipeline, here) = (session.clone(), p.clone(), here_name.clone());
-            self.link_watch = Some(in_runtime(move || watch_links(&s, &pipeline, &here))??);
+            self.link_watch = Some(in_runtime(|| watch_links(&session, &p, &here_name))?);
         }
         // 1. Publishers: status, and each entry produced here that another
         //    host reads.
@@ -256,15 +255,14 @@ impl ZenohLink {
             .session
             .as_ref()
             .ok_or_else(|| NetError::Zenoh("no session".into()))?;
-        let session = session.clone();
-        let own = in_runtime(move || {
+        let own = in_runtime(|| {
             session
                 .info()
                 .links()
                 .wait()
                 .map(|l| usize::from(l.mtu()))
                 .min()
-        })?
+        })
         .unwrap_or(crate::wire::LARGEST_BATCH)
         .min(configured);
         inner.lock().batch.insert(here.clone(), own);
@@ -480,21 +478,19 @@ fn watch_links(
         .map_err(|e| NetError::Zenoh(e.to_string()))
 }
 
-/// Runs `f` in a task of a Tokio runtime of its own, and waits for it.
+/// Runs `f` on this thread with Zenoh's own network runtime entered.
 /// Zenoh's low-latency transport lists its links only from within a
-/// runtime (zenoh-transport 1.10, `TransportUnicastLowlatency::get_links`
-/// takes the current runtime's handle, and panics outside one): asking
-/// for a session's links from the driver's thread must go through this.
-pub(super) fn in_runtime<T: Send + 'static>(
-    f: impl FnOnce() -> T + Send + 'static,
-) -> Result<T, NetError> {
-    let fail =
-        |e: &dyn std::fmt::Display| NetError::Zenoh(format!("a runtime to ask Zenoh in: {e}"));
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("fastio-net ask")
-        .build()
-        .map_err(|e| fail(&e))?;
-    let task = rt.spawn(async move { f() });
-    rt.block_on(task).map_err(|e| fail(&e))
+/// Tokio runtime (zenoh-transport 1.10, `TransportUnicastLowlatency::get_links`
+/// takes the current runtime's handle, and panics outside one; Zenoh's
+/// session calls `block_in_place`, which refuses a current-thread
+/// runtime): asking for a session's links from the driver's thread must
+/// go through this.
+///
+/// Entering a runtime's handle starts no thread: a runtime of our own
+/// would (its thread left its stack and allocator arena behind, some
+/// 60 KiB a host). Zenoh's `Net` runtime is the one its session already
+/// runs, and the one its own call blocks on.
+fn in_runtime<T>(f: impl FnOnce() -> T) -> T {
+    let _entered = zenoh_runtime::ZRuntime::Net.enter();
+    f()
 }
