@@ -33,7 +33,7 @@ impl ZenohLink {
             .map_err(|e| NetError::Zenoh(format!("cannot open a session: {e}")))?;
         if tls {
             // With the links there already (history): from a runtime.
-            self.link_watch = Some(in_runtime(|| watch_links(&session, &p, &here_name))?);
+            self.link_watch = Some(in_runtime(|| watch_links(&session, p, &here_name))?);
         }
         // 1. Publishers: status, and each entry produced here that another
         //    host reads.
