@@ -488,8 +488,9 @@ fn watch_links(
 ///
 /// Entering a runtime's handle starts no thread: a runtime of our own
 /// would (its thread left its stack and allocator arena behind, some
-/// 60 KiB a host). Zenoh's `Net` runtime is the one its session already
-/// runs, and the one its own call blocks on.
+/// 60 KiB a host). Zenoh's `Net` runtime is the one its own call blocks
+/// on, running already (with fastio-net's sizes, [`super::zenoh_runtime_for`],
+/// it is handed over to Zenoh's application runtime).
 fn in_runtime<T>(f: impl FnOnce() -> T) -> T {
     let _entered = zenoh_runtime::ZRuntime::Net.enter();
     f()
