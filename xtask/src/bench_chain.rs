@@ -50,6 +50,9 @@ const WARMUP: usize = 20;
 /// Every run is killed after this long (seconds).
 const RUN_LIMIT_SECS: u32 = 300;
 
+/// Rounds of the chain across hosts, ours and dora-rs taking turns.
+const ACROSS_ROUNDS: usize = 3;
+
 /// Frames in flight per edge of our streams.
 const DEPTH: u64 = 4;
 
@@ -675,19 +678,76 @@ fn shm_files() -> std::collections::BTreeSet<String> {
 struct Measured {
     p50_ns: f64,
     p99_ns: f64,
+    /// The median round's throughput (frames per second).
     fps: f64,
+    /// The slowest and the fastest round's throughput.
+    fps_range: (f64, f64),
     /// Frames the sink never saw, out of order, or not what they said.
     lost: u64,
     disorder: u64,
     torn: u64,
 }
 
+/// One round of a variant at a size: a paced run (latency) and an
+/// unpaced one (throughput).
+struct Round {
+    /// Latencies after the first [`WARMUP`] frames.
+    latencies: Vec<u64>,
+    fps: f64,
+    lost: u64,
+    disorder: u64,
+    torn: u64,
+}
+
+impl Measured {
+    /// Rounds pooled: latencies of all rounds together, the median
+    /// round's throughput, every frame lost or out of order counted.
+    fn pooled(rounds: &[Round]) -> Measured {
+        let mut lat: Vec<u64> = rounds
+            .iter()
+            .flat_map(|r| r.latencies.iter().copied())
+            .collect();
+        lat.sort_unstable();
+        let mut fps: Vec<f64> = rounds.iter().map(|r| r.fps).collect();
+        fps.sort_by(f64::total_cmp);
+        let median = match fps.len() {
+            0 => f64::NAN,
+            n if n % 2 == 1 => fps[n / 2],
+            n => (fps[n / 2 - 1] + fps[n / 2]) / 2.0,
+        };
+        Measured {
+            p50_ns: percentile(&lat, 0.5),
+            p99_ns: percentile(&lat, 0.99),
+            fps: median,
+            fps_range: (
+                fps.first().copied().unwrap_or(f64::NAN),
+                fps.last().copied().unwrap_or(f64::NAN),
+            ),
+            lost: rounds.iter().map(|r| r.lost).sum(),
+            disorder: rounds.iter().map(|r| r.disorder).sum(),
+            torn: rounds.iter().map(|r| r.torn).sum(),
+        }
+    }
+}
+
+/// One round (see [`round`]) of a variant, alone.
 fn measure(
     tools: &Tools,
     variant: Variant,
     size: (&str, u64, u64, u64, u64),
     across: Option<&Across<'_>>,
 ) -> Result<Measured, String> {
+    Ok(Measured::pooled(&[round(tools, variant, size, across)?]))
+}
+
+/// A paced and an unpaced run of `variant` at `size`; fails if a frame
+/// of ours was lost, out of order or torn.
+fn round(
+    tools: &Tools,
+    variant: Variant,
+    size: (&str, u64, u64, u64, u64),
+    across: Option<&Across<'_>>,
+) -> Result<Round, String> {
     let (label, bytes, lat_frames, pause_us, tp_frames) = size;
     let base = crate::bench::target_dir().join("bench-chain");
     let hosts = if across.is_some() { "-across" } else { "" };
@@ -717,29 +777,26 @@ fn measure(
         across,
     }
     .go(tools)?;
-    let mut lat: Vec<u64> = paced.latencies.iter().skip(WARMUP).copied().collect();
-    lat.sort_unstable();
     let secs = flat_out.last_ns.saturating_sub(flat_out.first_ns) as f64 / 1e9;
-    let m = Measured {
+    let r = Round {
+        latencies: paced.latencies.iter().skip(WARMUP).copied().collect(),
         disorder: paced.disorder + flat_out.disorder,
         torn: paced.torn + flat_out.torn,
-        p50_ns: percentile(&lat, 0.5),
-        p99_ns: percentile(&lat, 0.99),
         fps: flat_out.count.saturating_sub(1) as f64 / secs,
         lost: (lat_frames - paced.count.min(lat_frames))
             + (tp_frames - flat_out.count.min(tp_frames)),
     };
-    if variant != Variant::DoraPython && m.lost + m.disorder + m.torn > 0 {
+    if variant != Variant::DoraPython && r.lost + r.disorder + r.torn > 0 {
         return Err(format!(
             "{} at {label}: {} frames lost, {} out of order, {} torn: our streams must deliver \
              every frame, in order, whole",
             variant.label(),
-            m.lost,
-            m.disorder,
-            m.torn
+            r.lost,
+            r.disorder,
+            r.torn
         ));
     }
-    Ok(m)
+    Ok(r)
 }
 
 fn verdict(ok: bool) -> &'static str {
@@ -867,7 +924,7 @@ pub(crate) fn across_hosts(
         hosts,
         port: std::cell::Cell::new(*port),
     };
-    out.push_str(
+    out.push_str(&format!(
         "\nThe chain bench's 3-operator stream across the two hosts: source and sink on host \
          a, the stage on host b (every frame crosses the link twice; latency from the source's \
          timestamp to the sink on one clock; each host's processes in a mount namespace with a \
@@ -875,24 +932,54 @@ pub(crate) fn across_hosts(
          operators), dora-rs 1.x as its documentation sets a cluster up (a coordinator, a \
          daemon per host with `--zenoh-peer`, nodes placed with `deploy: machine:`, Python \
          nodes). Latency with a paced source, throughput unpaced; depth 4 for ours, dora-rs's \
-         input queues as long as the run.\n\n\
+         input queues as long as the run. Each size in {ACROSS_ROUNDS} rounds, ours and \
+         dora-rs taking turns (ours first in rounds 1, 3, …, dora-rs in rounds 2, 4, …): latencies of \
+         the rounds pooled, throughput the median round's, frames lost summed.\n\n\
          | frame | who | latency p50 / p99 | throughput | lost / out of order / torn | goal vs dora-rs |\n\
          |---|---|---|---|---|---|\n",
-    );
+    ));
     for size in SIZES {
-        let ours = measure(&tools, Variant::FastioRust, size, Some(&across))?;
-        let dora = tools
-            .dora_python
-            .as_ref()
-            .map(|_| measure(&tools, Variant::DoraPython, size, Some(&across)));
+        // Rounds taking turns (ours, dora-rs; dora-rs, ours; …): this
+        // machine's speed drifts by a fifth or more over minutes, and a
+        // pair measured once lands wherever the drift was.
+        let mut ours = Vec::new();
+        let (mut dora, mut dora_failed) = (Vec::new(), Vec::new());
+        for r in 0..ACROSS_ROUNDS {
+            let mut turn = [Variant::FastioRust, Variant::DoraPython];
+            if r % 2 == 1 {
+                turn.reverse();
+            }
+            for v in turn {
+                match v {
+                    Variant::DoraPython if tools.dora_python.is_some() => {
+                        match round(&tools, v, size, Some(&across)) {
+                            Ok(d) => dora.push(d),
+                            Err(e) => dora_failed.push(e),
+                        }
+                    }
+                    Variant::DoraPython => {}
+                    _ => ours.push(round(&tools, v, size, Some(&across))?),
+                }
+            }
+        }
+        let ours = Measured::pooled(&ours);
+        let dora = if tools.dora_python.is_none() {
+            None
+        } else if dora.is_empty() {
+            Some(Err(dora_failed.join("; ")))
+        } else {
+            Some(Ok(Measured::pooled(&dora)))
+        };
         let row = |who: &str, m: &Measured, goal: &str| {
             format!(
-                "| {} | {who} | {} / {} | {:.1} frames/s ({:.0} MB/s) | {} / {} / {} | {goal} |\n",
+                "| {} | {who} | {} / {} | {:.1} frames/s ({:.0} MB/s; rounds {:.0}–{:.0}) | {} / {} / {} | {goal} |\n",
                 size.0,
                 human_time(m.p50_ns),
                 human_time(m.p99_ns),
                 m.fps,
                 m.fps * size.1 as f64 / 1e6,
+                m.fps_range.0,
+                m.fps_range.1,
                 m.lost,
                 m.disorder,
                 m.torn
@@ -918,7 +1005,19 @@ pub(crate) fn across_hosts(
         };
         out.push_str(&row("fastio, Rust operators", &ours, &goal));
         match dora {
-            Some(Ok(d)) => out.push_str(&row("dora-rs, Python nodes", &d, "")),
+            Some(Ok(d)) => {
+                let failed = match dora_failed.first() {
+                    Some(e) => {
+                        let e: String = e.replace(['|', '\n'], " ").chars().take(200).collect();
+                        format!(
+                            "{} of {ACROSS_ROUNDS} rounds failed: {e}",
+                            dora_failed.len()
+                        )
+                    }
+                    None => String::new(),
+                };
+                out.push_str(&row("dora-rs, Python nodes", &d, &failed))
+            }
             Some(Err(e)) => {
                 let e = e.replace('|', "/").replace('\n', " ");
                 let e: String = e.chars().take(300).collect();
@@ -1147,6 +1246,29 @@ mod tests {
         assert!(parse_result("count x\n").is_err());
         let r = parse_result("count 2\nrss_kb_at 100\nrss_kb_end 120\n").unwrap();
         assert_eq!((r.rss_kb_at, r.rss_kb_end), (Some(100), Some(120)));
+    }
+
+    #[test]
+    fn rounds_pool_latencies_and_take_the_median_rate() {
+        let round = |latencies: Vec<u64>, fps: f64, lost: u64| Round {
+            latencies,
+            fps,
+            lost,
+            disorder: lost / 2,
+            torn: 0,
+        };
+        let m = Measured::pooled(&[
+            round(vec![30, 10], 900.0, 2),
+            round(vec![20, 50], 700.0, 0),
+            round(vec![40], 1_500.0, 5),
+        ]);
+        assert_eq!(m.p50_ns, 30.0);
+        assert_eq!(m.p99_ns, 50.0);
+        assert_eq!(m.fps, 900.0);
+        assert_eq!(m.fps_range, (700.0, 1_500.0));
+        assert_eq!((m.lost, m.disorder, m.torn), (7, 3, 0));
+        let even = Measured::pooled(&[round(vec![1], 100.0, 0), round(vec![2], 300.0, 0)]);
+        assert_eq!(even.fps, 200.0);
     }
 
     #[test]
