@@ -9,7 +9,7 @@ impl ZenohLink {
         let p = &inner.pipeline;
         let prefix = inner.prefix.clone();
         let here_name = self.opts.host.clone();
-        let mut config = self.opts.zenoh_config()?;
+        let mut config = self.opts.run_config(p.plan.streaming.is_some())?;
         let transport = self.opts.transport()?;
         let tls = matches!(transport, Transport::MutualTls(_));
         if let Transport::MutualTls(files) = &transport {

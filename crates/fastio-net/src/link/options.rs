@@ -4,14 +4,23 @@
 use super::trust::TlsFiles;
 use super::*;
 
-/// Zenoh's receive buffers per link (`transport/link/rx/buffer_size`):
-/// 64 batches of at most 64 KiB. Zenoh's default (one batch) keeps a
-/// pool of one buffer: while a received batch is still referenced (a
-/// frame waiting for its bridge, the first fragments of a larger message)
-/// every further batch is read into a buffer allocated, zeroed and freed
-/// for it alone. A buffer of the pool is touched only once that many are
-/// in use at a time.
-pub(super) const RX_BUFFER_BYTES: usize = 64 * 65_535;
+/// Zenoh's receive buffers per link (`transport/link/rx/buffer_size`)
+/// in a run of entries: 4 batches of at most 64 KiB. Zenoh's low-latency
+/// reader keeps a pool of that many buffers, all allocated when the link
+/// opens; a piece of an entry is copied out in Zenoh's callback, so the
+/// reader never needs more than one at a time. A larger pool costs memory
+/// even unused: with 64 batches the receiving host of a 1 MiB entry
+/// (`hostbench zenoh` in two namespaces, 500 entries, four runs each,
+/// taking turns) held 972–1,036 KiB beyond the entry, with 4 batches
+/// 464–556 KiB, in the same time (241–309 µs against 245–263 µs).
+pub(super) const ENTRY_RX_BUFFER_BYTES: usize = 4 * 65_535;
+
+/// The same in a run of streams: 64 batches. A frame that finds no free
+/// slot waits in its bridge with Zenoh's buffer (a window of frames at
+/// most, `streams::Bridge`); past the pool every further batch would be
+/// read into a buffer allocated, zeroed and freed for it alone.
+pub(super) const STREAM_RX_BUFFER_BYTES: usize = 64 * 65_535;
+const _: () = assert!(ENTRY_RX_BUFFER_BYTES < STREAM_RX_BUFFER_BYTES);
 
 /// A JSON string's text (`None` for `null` or anything else).
 fn serde_text(json: &str) -> Option<String> {
@@ -235,7 +244,10 @@ impl NetOptions {
             // batches while earlier ones are written (`cargo xtask bench
             // hosts`; about 1 MiB more memory a link).
             set("transport/link/tx/queue/size/data", "16".into())?;
-            set("transport/link/rx/buffer_size", RX_BUFFER_BYTES.to_string())?;
+            set(
+                "transport/link/rx/buffer_size",
+                ENTRY_RX_BUFFER_BYTES.to_string(),
+            )?;
         }
         // Over TLS without a file, only the endpoints given: Zenoh's
         // default would listen on plain TCP too.
@@ -265,5 +277,64 @@ impl NetOptions {
         }
         check_endpoints(&c, &transport)?;
         Ok(c)
+    }
+
+    /// [`NetOptions::zenoh_config`] for a run that `streams` or not: a run
+    /// of streams gets the larger pool of receive buffers
+    /// ([`STREAM_RX_BUFFER_BYTES`]) unless a configuration file says.
+    pub(super) fn run_config(&self, streams: bool) -> Result<zenoh::Config, NetError> {
+        let mut c = self.zenoh_config()?;
+        if streams && self.config_file.is_none() {
+            let bytes = STREAM_RX_BUFFER_BYTES.to_string();
+            c.insert_json5("transport/link/rx/buffer_size", &bytes)
+                .map_err(|e| NetError::Config {
+                    what: format!("transport/link/rx/buffer_size = {bytes}"),
+                    why: e.to_string(),
+                })?;
+        }
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rx_bytes(c: &zenoh::Config) -> usize {
+        c.get_json("transport/link/rx/buffer_size")
+            .expect("set")
+            .parse()
+            .expect("a number")
+    }
+
+    #[test]
+    fn a_run_of_streams_gets_the_larger_receive_pool() {
+        let mut o = NetOptions::new("a");
+        o.listen = vec!["tcp/127.0.0.1:0".into()];
+        assert_eq!(
+            rx_bytes(&o.run_config(false).unwrap()),
+            ENTRY_RX_BUFFER_BYTES
+        );
+        assert_eq!(rx_bytes(&o.zenoh_config().unwrap()), ENTRY_RX_BUFFER_BYTES);
+        assert_eq!(
+            rx_bytes(&o.run_config(true).unwrap()),
+            STREAM_RX_BUFFER_BYTES
+        );
+    }
+
+    #[test]
+    fn a_configuration_file_keeps_its_receive_pool() {
+        let dir = std::env::temp_dir().join(format!("fastio-net-rx-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("zenoh.json5");
+        std::fs::write(
+            &file,
+            r#"{ mode: "peer", transport: { link: { rx: { buffer_size: 131070 } } } }"#,
+        )
+        .unwrap();
+        let mut o = NetOptions::new("a");
+        o.config_file = Some(file);
+        assert_eq!(rx_bytes(&o.run_config(true).unwrap()), 131_070);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
