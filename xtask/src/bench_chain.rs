@@ -200,6 +200,32 @@ enum Recorder {
 const RECORDER_ON: std::time::Duration = std::time::Duration::from_millis(700);
 const RECORDER_OFF: std::time::Duration = std::time::Duration::from_millis(700);
 
+/// Waits until the machine's cores have been at least 90% idle over 200 ms (at
+/// most 10 s): each run across hosts starts on a quiet machine, whatever
+/// ran before it.
+fn settle() {
+    fn idle_total() -> Option<(u64, u64)> {
+        let stat = std::fs::read_to_string("/proc/stat").ok()?;
+        let cpu = stat.lines().next()?.strip_prefix("cpu ")?;
+        let v: Vec<u64> = cpu
+            .split_whitespace()
+            .filter_map(|w| w.parse().ok())
+            .collect();
+        // user nice system idle iowait irq softirq steal
+        let idle = v.get(3)? + v.get(4).copied().unwrap_or(0);
+        Some((idle, v.iter().take(8).sum()))
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        let Some((i0, t0)) = idle_total() else { return };
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        let Some((i1, t1)) = idle_total() else { return };
+        if t1 > t0 && (i1 - i0) as f64 >= 0.9 * (t1 - t0) as f64 {
+            return;
+        }
+    }
+}
+
 fn wall_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -328,6 +354,9 @@ impl Run<'_> {
     /// Runs it; what the sink measured.
     fn go(&self, tools: &Tools) -> Result<SinkResult, String> {
         if let Some(across) = self.across {
+            // What ran before (a dora-rs cluster going down, its nodes'
+            // interpreters exiting) is over before this run starts.
+            settle();
             return self.go_across(tools, across);
         }
         let _ = std::fs::remove_dir_all(&self.dir);
@@ -682,6 +711,8 @@ struct Measured {
     fps: f64,
     /// The slowest and the fastest round's throughput.
     fps_range: (f64, f64),
+    /// The lowest and the highest of the rounds' own p99 latencies.
+    p99_range: (f64, f64),
     /// Frames the sink never saw, out of order, or not what they said.
     lost: u64,
     disorder: u64,
@@ -708,6 +739,14 @@ impl Measured {
             .flat_map(|r| r.latencies.iter().copied())
             .collect();
         lat.sort_unstable();
+        let p99s: Vec<f64> = rounds
+            .iter()
+            .map(|r| {
+                let mut l = r.latencies.clone();
+                l.sort_unstable();
+                percentile(&l, 0.99)
+            })
+            .collect();
         let mut fps: Vec<f64> = rounds.iter().map(|r| r.fps).collect();
         fps.sort_by(f64::total_cmp);
         let median = match fps.len() {
@@ -722,6 +761,10 @@ impl Measured {
             fps_range: (
                 fps.first().copied().unwrap_or(f64::NAN),
                 fps.last().copied().unwrap_or(f64::NAN),
+            ),
+            p99_range: (
+                p99s.iter().copied().fold(f64::INFINITY, f64::min),
+                p99s.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             ),
             lost: rounds.iter().map(|r| r.lost).sum(),
             disorder: rounds.iter().map(|r| r.disorder).sum(),
@@ -934,7 +977,8 @@ pub(crate) fn across_hosts(
          nodes). Latency with a paced source, throughput unpaced; depth 4 for ours, dora-rs's \
          input queues as long as the run. Each size in {ACROSS_ROUNDS} rounds, ours and \
          dora-rs taking turns (ours first in rounds 1, 3, …, dora-rs in rounds 2, 4, …): latencies of \
-         the rounds pooled, throughput the median round's, frames lost summed.\n\n\
+         the rounds pooled (each round's own p99 beside), throughput the median round's, frames \
+         lost summed; each run starts once the cores were 90% idle over 200 ms (at most 10 s).\n\n\
          | frame | who | latency p50 / p99 | throughput | lost / out of order / torn | goal vs dora-rs |\n\
          |---|---|---|---|---|---|\n",
     ));
@@ -972,10 +1016,12 @@ pub(crate) fn across_hosts(
         };
         let row = |who: &str, m: &Measured, goal: &str| {
             format!(
-                "| {} | {who} | {} / {} | {:.1} frames/s ({:.0} MB/s; rounds {:.0}–{:.0}) | {} / {} / {} | {goal} |\n",
+                "| {} | {who} | {} / {} (rounds' p99 {}–{}) | {:.1} frames/s ({:.0} MB/s; rounds {:.0}–{:.0}) | {} / {} / {} | {goal} |\n",
                 size.0,
                 human_time(m.p50_ns),
                 human_time(m.p99_ns),
+                human_time(m.p99_range.0),
+                human_time(m.p99_range.1),
                 m.fps,
                 m.fps * size.1 as f64 / 1e6,
                 m.fps_range.0,
@@ -1266,6 +1312,7 @@ mod tests {
         assert_eq!(m.p99_ns, 50.0);
         assert_eq!(m.fps, 900.0);
         assert_eq!(m.fps_range, (700.0, 1_500.0));
+        assert_eq!(m.p99_range, (30.0, 50.0));
         assert_eq!((m.lost, m.disorder, m.torn), (7, 3, 0));
         let even = Measured::pooled(&[round(vec![1], 100.0, 0), round(vec![2], 300.0, 0)]);
         assert_eq!(even.fps, 200.0);
