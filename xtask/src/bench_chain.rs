@@ -463,11 +463,17 @@ impl Run<'_> {
         let in_ns = |ns: &str, program: &Path| host(ns, false, program);
         let limited = |ns: &str, program: &Path| host(ns, true, program);
         let failed = |what: &str, o: &std::process::Output| {
-            format!(
-                "{what} ({}): {}",
-                self.dir.display(),
-                String::from_utf8_lossy(&o.stderr).trim()
-            )
+            // What it said last (on stderr, else on stdout), and how it ended.
+            let said = |b: &[u8]| {
+                let t = String::from_utf8_lossy(b).trim().to_owned();
+                let start = t.char_indices().rev().nth(299).map_or(0, |(i, _)| i);
+                t[start..].to_owned()
+            };
+            let mut text = said(&o.stderr);
+            if text.is_empty() {
+                text = said(&o.stdout);
+            }
+            format!("{what} ({}, {}): {text}", self.dir.display(), o.status)
         };
         let before = shm_files();
         let ran = if self.variant == Variant::DoraPython {
