@@ -848,6 +848,16 @@ fn round(
     Ok(r)
 }
 
+/// `text` fit for a cell of a markdown table: no `|`, no line breaks, at
+/// most `chars` characters.
+fn table_cell(text: &str, chars: usize) -> String {
+    text.replace('|', "/")
+        .replace('\n', " ")
+        .chars()
+        .take(chars)
+        .collect()
+}
+
 fn verdict(ok: bool) -> &'static str {
     if ok { "met" } else { "MISSED" }
 }
@@ -1059,20 +1069,17 @@ pub(crate) fn across_hosts(
         match dora {
             Some(Ok(d)) => {
                 let failed = match dora_failed.first() {
-                    Some(e) => {
-                        let e: String = e.replace(['|', '\n'], " ").chars().take(200).collect();
-                        format!(
-                            "{} of {ACROSS_ROUNDS} rounds failed: {e}",
-                            dora_failed.len()
-                        )
-                    }
+                    Some(e) => format!(
+                        "{} of {ACROSS_ROUNDS} rounds failed: {}",
+                        dora_failed.len(),
+                        table_cell(e, 200)
+                    ),
                     None => String::new(),
                 };
                 out.push_str(&row("dora-rs, Python nodes", &d, &failed))
             }
             Some(Err(e)) => {
-                let e = e.replace('|', "/").replace('\n', " ");
-                let e: String = e.chars().take(300).collect();
+                let e = table_cell(&e, 300);
                 out.push_str(&format!(
                     "| {} | dora-rs, Python nodes | failed: {e} | - | - | |\n",
                     size.0

@@ -22,6 +22,15 @@ pub(super) const ENTRY_RX_BUFFER_BYTES: usize = 4 * 65_535;
 pub(super) const STREAM_RX_BUFFER_BYTES: usize = 64 * 65_535;
 const _: () = assert!(ENTRY_RX_BUFFER_BYTES < STREAM_RX_BUFFER_BYTES);
 
+/// Sets `key` of a Zenoh configuration to `value` (json5); the key and
+/// value in the error.
+fn set_json(c: &mut zenoh::Config, key: &str, value: &str) -> Result<(), NetError> {
+    c.insert_json5(key, value).map_err(|e| NetError::Config {
+        what: format!("{key} = {value}"),
+        why: e.to_string(),
+    })
+}
+
 /// A JSON string's text (`None` for `null` or anything else).
 fn serde_text(json: &str) -> Option<String> {
     let t = json.trim();
@@ -216,12 +225,7 @@ impl NetOptions {
             let items: Vec<String> = v.iter().map(|s| format!("{s:?}")).collect();
             format!("[{}]", items.join(","))
         };
-        let mut set = |key: &str, value: String| {
-            c.insert_json5(key, &value).map_err(|e| NetError::Config {
-                what: format!("{key} = {value}"),
-                why: e.to_string(),
-            })
-        };
+        let mut set = |key: &str, value: String| set_json(&mut c, key, &value);
         if self.config_file.is_none() {
             set("mode", "\"peer\"".into())?;
             set(
@@ -285,12 +289,11 @@ impl NetOptions {
     pub(super) fn run_config(&self, streams: bool) -> Result<zenoh::Config, NetError> {
         let mut c = self.zenoh_config()?;
         if streams && self.config_file.is_none() {
-            let bytes = STREAM_RX_BUFFER_BYTES.to_string();
-            c.insert_json5("transport/link/rx/buffer_size", &bytes)
-                .map_err(|e| NetError::Config {
-                    what: format!("transport/link/rx/buffer_size = {bytes}"),
-                    why: e.to_string(),
-                })?;
+            set_json(
+                &mut c,
+                "transport/link/rx/buffer_size",
+                &STREAM_RX_BUFFER_BYTES.to_string(),
+            )?;
         }
         Ok(c)
     }
