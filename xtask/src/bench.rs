@@ -67,6 +67,15 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
         }
         return Ok(());
     }
+    if extra.first().is_some_and(|a| a == "wakes") {
+        // `bench wakes`: the wake-up probe the hosts bench prints.
+        println!(
+            "{}",
+            crate::wake_probe::sentence()
+                .ok_or("the wake-up probe needs two cores and `taskset`")?
+        );
+        return Ok(());
+    }
     if extra.first().is_some_and(|a| a == "paired") {
         // `bench paired [GROUP]`: the goal rows against iceoryx2 (of one
         // group, such as `stream/4KiB`) in alternating pairs.

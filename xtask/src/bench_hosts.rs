@@ -236,6 +236,9 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
     out.push_str(
         "| entry | plain TCP | Zenoh alone | fastio-net | fastio-net's | goal | memory on a / b (goal: b's) | fastio-net, mutual TLS (QUIC) | TLS ÷ TCP (fastio-net) |\n|---|---|---|---|---|---|---|---|---|\n",
     );
+    // What a wake-up on the other core costs on this machine now (and
+    // again after the entries): the small rows' ratios move with it.
+    let wakes_before = crate::wake_probe::sentence();
     let mut port = 7600u16;
     let mut notes = Vec::new();
     let mut firsts = Vec::new();
@@ -362,6 +365,7 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
             cell(medians[3]),
         ));
     }
+    let wakes_after = crate::wake_probe::sentence();
     out.push_str(&format!(
         "\nMedians of each exchange (a sends, b answers: the same 4 KiB back at 4 KiB, \
          1 byte otherwise), {} rounds with the transports taking turns ({}; every other \
@@ -386,6 +390,14 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
         firsts.join(", "),
         notes.join("; ")
     ));
+    // Every crossing ends in a wake-up on one core or the other (the
+    // kernel's choice): what each cost in this run.
+    if let (Some(before), Some(after)) = (wakes_before, wakes_after) {
+        out.push_str(&format!(
+            "\nWake-ups on this machine in this run (docs/hosts.md, *Speed*): before the \
+             entries, {before}; after them, {after}.\n"
+        ));
+    }
     streams(&hosts, &mut port, tcp_bulk, out)?;
     let mut peers = crate::bench_chain::across_hosts(&hosts, &mut port, out)?;
     peers.push(Peer {

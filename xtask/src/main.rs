@@ -22,6 +22,7 @@ mod python;
 mod report;
 mod step;
 mod venv;
+mod wake_probe;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -36,6 +37,7 @@ commands:
   fuzz [--seconds N] [TARGET] replay the committed corpora, then fuzz each target (default 60 s)
   fuzz --cmin [TARGET]       minimize the corpora before committing them
   bench [params|chain [recorder]|hosts] [FILTER]  run the benchmarks and the peers beside them (or only params-io's, beside TVM's loader; the stream chain, beside dora-rs; or entries between two namespace hosts, beside Zenoh alone and TCP), print ratios
+  bench wakes                how long this machine takes to run a process woken from the other core and from its own (the hosts bench prints it too)
   bench --report             run every benchmark and peer, write docs/bench/README.md with SVG plots
   blaze                      check our canonical datashapes against Blaze's datashape package
   interop                    exchange params files with Apache TVM (PyPI) in both directions
@@ -59,6 +61,7 @@ fn main() -> ExitCode {
         Some("install") if args.get(1).map(String::as_str) == Some("--check") => install::check(),
         Some("install") => install::parse_args(&args[1..]).and_then(|prefix| install::run(&prefix)),
         Some("python") => python::run(),
+        Some(wake_probe::COMMAND) => wake_probe::role(&args[1..]),
         Some("numpy") => numpy_diff::parse_args(&args[1..])
             .and_then(|(cases, seed)| numpy_diff::run(cases, seed)),
         Some("-h" | "--help" | "help") => {
