@@ -58,8 +58,10 @@ fn pong_child(name: &str) {
     let ping: &ShmEvent = seg.at(at(&seg, 0)).unwrap();
     let pong: &ShmEvent = seg.at(at(&seg, 64)).unwrap();
     let stop: &AtomicU32 = seg.at(at(&seg, 128)).unwrap();
-    pong.notify(); // ready
+    // The ping count first, then ready: the parent pings as soon as it
+    // sees ready, and a ping read into `seen` would never be answered.
     let mut seen = ping.current();
+    pong.notify(); // ready
     let t0 = Instant::now();
     while stop.load(Ordering::Acquire) == 0 && t0.elapsed() < Duration::from_secs(300) {
         if let Some(s) = ping.wait_while(seen, Duration::from_millis(100)) {
