@@ -226,7 +226,9 @@ fn settle() {
     }
 }
 
-fn wall_ns() -> u64 {
+/// The wall-clock time in nanoseconds (one clock for every process of
+/// the machine).
+pub(crate) fn wall_ns() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)

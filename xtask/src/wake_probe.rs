@@ -18,7 +18,9 @@
 
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+
+use crate::bench_chain::{percentile, wall_ns};
 
 /// The hidden command the probe's two processes run (`xtask wake-probe
 /// reader|writer`).
@@ -44,10 +46,9 @@ fn summarize(mut samples: Vec<u64>) -> Option<Wakes> {
         return None;
     }
     samples.sort_unstable();
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize] as f64;
     Some(Wakes {
-        p50_ns: at(0.5),
-        p90_ns: at(0.9),
+        p50_ns: percentile(&samples, 0.5),
+        p90_ns: percentile(&samples, 0.9),
     })
 }
 
@@ -117,12 +118,6 @@ pub(crate) fn sentence() -> Option<String> {
         us(same.p90_ns),
         GAP.as_micros()
     ))
-}
-
-fn wall_ns() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// One side of the probe: `writer` writes [`WAKES`] times to stdout,
