@@ -590,6 +590,10 @@ pub enum Status {
     /// This host's part is over: `None` when everything it ran succeeded,
     /// else its root cause (the typed failure as one line of JSON).
     Done(Option<String>),
+    /// This host has every other host's [`Status::Done`] (or found it
+    /// gone): it closes its session once every other host has said the
+    /// same, so a host's `done` is never lost with its closing link.
+    AllDone,
     /// The smallest batch of this host's Zenoh links, said once every
     /// host has joined: what it sends another host, and what another
     /// sends it, fits both ([`message_bytes`]).
@@ -610,6 +614,7 @@ impl Status {
             Status::Ready(key) => format!("ready {key}"),
             Status::Done(None) => "done".into(),
             Status::Done(Some(why)) => format!("done-failed {}", one_line(why)),
+            Status::AllDone => "all-done".into(),
             Status::Batch(bytes) => format!("batch {bytes}"),
         }
     }
@@ -661,6 +666,7 @@ impl Status {
             }
             "done" if rest.is_empty() => Status::Done(None),
             "done-failed" if !rest.is_empty() => Status::Done(Some(rest.to_owned())),
+            "all-done" if rest.is_empty() => Status::AllDone,
             "batch" => Status::Batch(
                 rest.parse()
                     .map_err(|_| WireError::Field(format!("batch needs a size: {text:?}")))?,
@@ -927,11 +933,13 @@ mod tests {
             Status::Ready("crop/cropped".into()),
             Status::Done(None),
             Status::Done(Some("{\"kind\":\"host-gone\",\"host\":\"gpu\"}".into())),
+            Status::AllDone,
         ] {
             assert_eq!(Status::decode(s.encode().as_bytes()).unwrap(), s);
         }
         assert!(Status::decode(b"started").is_err());
         assert!(Status::decode(b"launched x").is_err());
+        assert!(Status::decode(b"all-done x").is_err());
         assert!(Status::decode(&[0xff, 0xfe]).is_err());
         assert!(Status::decode(b"failed op why\twith a tab").is_err());
         assert!(Status::decode(b"started a\nb").is_err());

@@ -65,25 +65,64 @@ impl HostLink for ZenohLink {
         self.session.as_ref()?;
         self.say(&Status::Done(failure.map(Failure::to_json)));
         let here = self.opts.host.clone();
-        loop {
-            let waiting = {
-                let st = self.inner.lock();
-                self.inner
-                    .pipeline
-                    .placement
-                    .hosts
-                    .iter()
-                    .any(|h| *h != here && !st.done.contains_key(h) && !st.lost.contains(h))
-            };
-            if !waiting || interrupted.load(Ordering::Relaxed) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        let others = || {
+            let hosts = &self.inner.pipeline.placement.hosts;
+            hosts
+                .iter()
+                .filter(|h| **h != here)
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        // 1. Every other host's `done` (or found gone).
+        self.wait_for(interrupted, None, |st| {
+            others()
+                .iter()
+                .all(|h| st.done.contains_key(h) || st.lost.contains(h))
+        });
+        // 2. Closing the session may lose what is still on its way (QUIC
+        //    drops a connection's unacknowledged data when it closes), so
+        //    this host closes only once every other host has its `done`:
+        //    each says `all-done` once it has every host's, and a host
+        //    whose token vanished after its `done` has closed already.
+        //    Bounded: the others say it within a message's time.
+        if !interrupted.load(Ordering::Relaxed) {
+            self.say(&Status::AllDone);
+            self.wait_for(interrupted, Some(ALL_DONE_TIMEOUT), |st| {
+                others().iter().all(|h| {
+                    st.all_done.contains(h) || st.lost.contains(h) || !st.alive.contains(h)
+                })
+            });
         }
         self.stop.store(true, Ordering::Relaxed);
         self.inner.lock().failure.get().cloned()
     }
 }
+
+impl ZenohLink {
+    /// Waits until `settled` holds of the shared state, the run is
+    /// interrupted, or `timeout` passed.
+    fn wait_for(
+        &self,
+        interrupted: &AtomicBool,
+        timeout: Option<Duration>,
+        settled: impl Fn(&members::State) -> bool,
+    ) {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        loop {
+            if settled(&self.inner.lock())
+                || interrupted.load(Ordering::Relaxed)
+                || deadline.is_some_and(|d| Instant::now() >= d)
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+/// How long a host that has every `done` waits for the others to say they
+/// have theirs before it closes anyway.
+pub(super) const ALL_DONE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long closing the session may wait for peers to hear it.
 pub(super) const CLOSE_TIMEOUT: Duration = Duration::from_millis(300);

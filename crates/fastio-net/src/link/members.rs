@@ -26,6 +26,8 @@ pub(crate) struct State {
     pub(super) started: BTreeSet<String>,
     /// Hosts that ended their part, with their root cause.
     pub(super) done: BTreeMap<String, Option<Failure>>,
+    /// Hosts that said they have every host's `done` ([`Status::AllDone`]).
+    pub(super) all_done: BTreeSet<String>,
     /// Remote operators that said they succeeded.
     pub(super) succeeded: BTreeSet<usize>,
     /// Operators that ended, here or elsewhere.
@@ -231,6 +233,9 @@ impl Inner {
                     });
                 }
                 st.done.insert(host.to_owned(), outcome);
+            }
+            Status::AllDone => {
+                st.all_done.insert(host.to_owned());
             }
         }
     }
