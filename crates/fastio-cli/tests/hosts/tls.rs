@@ -607,22 +607,14 @@ fn a_host_closes_only_once_the_others_have_its_done_even_when_one_is_frozen() {
     for round in 0..2 {
         // A lease longer than the freeze: b is slow, not gone.
         let args = |i: usize, h: &str| {
-            let mut a = vec![
-                "run".to_owned(),
-                file.display().to_string(),
-                "--host".into(),
-                h.into(),
-                "--join-timeout".into(),
-                "30".into(),
-                "--lease".into(),
-                "20".into(),
-            ];
-            a.extend(
-                hosts
-                    .net_args(i, 7460 + round)
-                    .into_iter()
-                    .map(|a| a.replace("tcp/", "quic/")),
-            );
+            let net = hosts.net_args(i, 7460 + round);
+            let net = net
+                .into_iter()
+                .map(|a| a.replace("tcp/", "quic/"))
+                .collect();
+            let mut a = run_args(&file, h, net, &[]);
+            let lease = a.iter().position(|a| a == "--lease").unwrap() + 1;
+            a[lease] = "20".into();
             a.extend(pki.args(h));
             a
         };
