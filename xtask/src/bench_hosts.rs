@@ -10,6 +10,8 @@
 //! otherwise: a one-way transfer and its acknowledgement), the
 //! repetitions of fastio-net in one run of a pipeline of round trips. See
 //! `crates/fastio-net/examples/hostbench.rs` for what each side does.
+//! The 4 KiB and 1 MiB cases run again, Zenoh alone and fastio-net,
+//! under a CPU wake-up latency request of 0 µs (PM QoS) held for both.
 //!
 //! Then streams: a source (`fio-chainop`) on host a and a sink on host b,
 //! frames of a fixed size at full speed, each host running `fastio run
@@ -398,6 +400,7 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
              entries, {before}; after them, {after}.\n"
         ));
     }
+    with_latency_request(&hosts, &exe, &mut port, out)?;
     streams(&hosts, &mut port, tcp_bulk, out)?;
     let mut peers = crate::bench_chain::across_hosts(&hosts, &mut port, out)?;
     peers.push(Peer {
@@ -409,6 +412,73 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
             .into(),
     });
     Ok(peers)
+}
+
+/// The small cases again, Zenoh alone and fastio-net taking turns, while
+/// a CPU wake-up latency request of 0 µs is held for both (the kernel's
+/// PM QoS, as `fastio run --cpu-latency-us 0` holds it): idle cores poll
+/// instead of halting, so the wake-ups that end every crossing cost what
+/// they cost on a core that is awake, and the ratio is the bridge's own
+/// work (docs/hosts.md, *Wake-ups*).
+fn with_latency_request(
+    hosts: &Hosts,
+    exe: &std::path::Path,
+    port: &mut u16,
+    out: &mut String,
+) -> Result<(), String> {
+    let Some(_request) = crate::wake_probe::LatencyRequest::hold(0) else {
+        out.push_str("\n(No CPU wake-up latency request could be held here: not root.)\n");
+        return Ok(());
+    };
+    let wakes = crate::wake_probe::sentence().unwrap_or_default();
+    let mut rows = Vec::new();
+    for (label, bytes, back, reps, rounds) in [CASES[0], CASES[1]] {
+        let mut paired = Vec::new();
+        let mut samples: [Vec<f64>; 2] = Default::default();
+        for round in 0..rounds / 2 {
+            let mut turn = [(0, "zraw"), (1, "zenoh")];
+            if round % 2 == 1 {
+                turn.reverse();
+            }
+            let mut m = [None; 2];
+            for (k, transport) in turn {
+                *port += 1;
+                let (a, _) = measure(hosts, exe, transport, (bytes, back, reps), *port)?;
+                let mut times = a.times_ns;
+                m[k] = median(&mut times);
+                samples[k].extend(times);
+            }
+            if let [Some(z), Some(ours)] = m {
+                paired.push(ours / z);
+            }
+        }
+        let (lo, hi) = (
+            paired.iter().copied().fold(f64::INFINITY, f64::min),
+            paired.iter().copied().fold(0.0, f64::max),
+        );
+        if let (Some(r), Some(z), Some(ours)) = (
+            median(&mut paired),
+            median(&mut samples[0]),
+            median(&mut samples[1]),
+        ) {
+            rows.push(format!(
+                "{label}: Zenoh alone {}, fastio-net {} (×{r:.2}; {} rounds ×{lo:.2}–×{hi:.2})",
+                human(z),
+                human(ours),
+                rounds / 2
+            ));
+        }
+    }
+    out.push_str(&format!(
+        "\nThe small entries again with idle cores kept from halting (a CPU wake-up latency \
+         request of 0 µs held for both, as `fastio run --cpu-latency-us 0` holds it; Zenoh \
+         alone and fastio-net taking turns, the ratio the median of the rounds'): {}. Under \
+         the request, {wakes}. \
+         Not a goal row: it shows what of the ratio above is the bridge's own work and what \
+         the machine's wake-ups (docs/hosts.md, *Wake-ups*).\n",
+        rows.join("; ")
+    ));
+    Ok(())
 }
 
 /// Stream cases: (label, frame bytes, frames): about a second across

@@ -155,6 +155,25 @@ pub(crate) fn role(args: &[String]) -> Result<(), String> {
     }
 }
 
+/// A CPU wake-up latency request of the kernel (PM QoS): held while the
+/// value lives, as `fastio run --cpu-latency-us` holds one for a run.
+pub(crate) struct LatencyRequest {
+    _file: std::fs::File,
+}
+
+impl LatencyRequest {
+    /// Asks every core to wake within `us` µs (`/dev/cpu_dma_latency`;
+    /// root), `None` where this machine does not let us.
+    pub(crate) fn hold(us: i32) -> Option<LatencyRequest> {
+        let mut f = std::fs::File::options()
+            .write(true)
+            .open("/dev/cpu_dma_latency")
+            .ok()?;
+        f.write_all(&us.to_ne_bytes()).ok()?;
+        Some(LatencyRequest { _file: f })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod contexts;
+mod cpu_latency;
 mod dtype_cmd;
 mod graph;
 mod metrics;

@@ -69,6 +69,13 @@ pub(crate) struct RunArgs {
     /// `http://ADDR/metrics` while it runs (`127.0.0.1:9184`).
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// Keep every core's wake-up latency at most US microseconds while
+    /// the run lasts (Linux PM QoS, `/dev/cpu_dma_latency`; root). On a
+    /// machine whose idle cores halt, a thread woken from another core
+    /// runs tens of microseconds sooner; idle cores then spend power (at
+    /// 0 they poll). docs/hosts.md, *Wake-ups*.
+    #[arg(long, value_name = "US")]
+    cpu_latency_us: Option<u32>,
     /// Run this host's part of a pipeline placed on several hosts
     /// (`placement:`); every host runs the same definition with its own
     /// `--host` (docs/hosts.md).
@@ -362,6 +369,11 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         );
         b
     });
+    // Held until the run's report is out (dropped at the end of `run`).
+    let _cpu_latency = args
+        .cpu_latency_us
+        .map(crate::cpu_latency::CpuLatency::hold)
+        .transpose()?;
     let metrics = match &args.metrics {
         Some(addr) => Some(crate::metrics::MetricsServer::start(addr, &def.pipeline)?),
         None => None,

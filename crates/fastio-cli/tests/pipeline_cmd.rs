@@ -398,3 +398,73 @@ streaming:\n  frames: 100000\n  max-shape:\n    src/v: [4, 64]\n    mid/w: [4, 6
         "{sink}"
     );
 }
+
+/// The kernel's CPU wake-up latency target now (PM QoS), or `None` where
+/// it cannot be read (not root).
+fn cpu_latency_target() -> Option<i32> {
+    let b = std::fs::read("/dev/cpu_dma_latency").ok()?;
+    Some(i32::from_ne_bytes(b.get(..4)?.try_into().ok()?))
+}
+
+#[test]
+fn cpu_latency_us_holds_the_kernels_target_for_the_run_and_no_longer() {
+    let Some(before) = cpu_latency_target() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI runs as root: /dev/cpu_dma_latency must be readable"
+        );
+        eprintln!("skipped: /dev/cpu_dma_latency cannot be read here (not root)");
+        return;
+    };
+    // A value no other request on this machine is likely to hold.
+    let want = 7_331;
+    assert!(
+        before > want,
+        "a stricter request is already held: {before}"
+    );
+    let file = write(
+        "latency.yaml",
+        "api-version: 0.5.0\nname: latency\noperators:\n- name: nap\n  container: {image: sh, command: [sleep, '2']}\n",
+    );
+    let mut run = fastio()
+        .arg("run")
+        .arg(&file)
+        .args(["--cpu-latency-us", &want.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut seen = false;
+    while run.try_wait().unwrap().is_none() {
+        seen |= cpu_latency_target() == Some(want);
+        assert!(std::time::Instant::now() < deadline, "the run hung");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = run.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(seen, "the target was never {want} while the run lasted");
+    assert_eq!(
+        cpu_latency_target(),
+        Some(before),
+        "the request outlived the run"
+    );
+    // A value the kernel cannot take: one line, exit 2, nothing run.
+    let out = fastio()
+        .arg("run")
+        .arg(&file)
+        .args(["--cpu-latency-us", "3000000000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--cpu-latency-us 3000000000: at most 2147483647"),
+        "{err}"
+    );
+}
