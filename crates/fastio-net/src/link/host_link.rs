@@ -64,18 +64,19 @@ impl HostLink for ZenohLink {
     fn finish(&mut self, failure: Option<&Failure>, interrupted: &AtomicBool) -> Option<Failure> {
         self.session.as_ref()?;
         self.say(&Status::Done(failure.map(Failure::to_json)));
-        let here = self.opts.host.clone();
-        let others = || {
-            let hosts = &self.inner.pipeline.placement.hosts;
-            hosts
-                .iter()
-                .filter(|h| **h != here)
-                .cloned()
-                .collect::<Vec<_>>()
-        };
+        let here = &self.opts.host;
+        let others: Vec<String> = self
+            .inner
+            .pipeline
+            .placement
+            .hosts
+            .iter()
+            .filter(|h| *h != here)
+            .cloned()
+            .collect();
         // 1. Every other host's `done` (or found gone).
         self.wait_for(interrupted, None, |st| {
-            others()
+            others
                 .iter()
                 .all(|h| st.done.contains_key(h) || st.lost.contains(h))
         });
@@ -88,7 +89,7 @@ impl HostLink for ZenohLink {
         if !interrupted.load(Ordering::Relaxed) {
             self.say(&Status::AllDone);
             self.wait_for(interrupted, Some(ALL_DONE_TIMEOUT), |st| {
-                others().iter().all(|h| {
+                others.iter().all(|h| {
                     st.all_done.contains(h) || st.lost.contains(h) || !st.alive.contains(h)
                 })
             });
