@@ -152,6 +152,14 @@ fn parse(out: &str) -> Side {
     s
 }
 
+/// The smallest and the largest of `v` (the rounds' range).
+fn range(v: &[f64]) -> (f64, f64) {
+    (
+        v.iter().copied().fold(f64::INFINITY, f64::min),
+        v.iter().copied().fold(0.0, f64::max),
+    )
+}
+
 fn median(v: &mut [f64]) -> Option<f64> {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied()
@@ -288,10 +296,7 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
         for (m, v) in medians.iter_mut().zip(samples.iter_mut()) {
             *m = median(v);
         }
-        let paired_range = (
-            paired.iter().copied().fold(f64::INFINITY, f64::min),
-            paired.iter().copied().fold(0.0, f64::max),
-        );
+        let paired_range = range(&paired);
         let paired = median(&mut paired);
         if medians[2].is_some() {
             let ratio = |extra_kib: u64| (bytes as f64 + extra_kib as f64 * 1024.0) / bytes as f64;
@@ -452,10 +457,7 @@ fn with_latency_request(
                 paired.push(ours / z);
             }
         }
-        let (lo, hi) = (
-            paired.iter().copied().fold(f64::INFINITY, f64::min),
-            paired.iter().copied().fold(0.0, f64::max),
-        );
+        let (lo, hi) = range(&paired);
         if let (Some(r), Some(z), Some(ours)) = (
             median(&mut paired),
             median(&mut samples[0]),
