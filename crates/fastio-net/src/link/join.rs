@@ -94,45 +94,39 @@ impl ZenohLink {
             .wait()
             .map_err(|e| NetError::Zenoh(e.to_string()))?;
         self.subscribers.push(sub);
-        // One subscriber for every entry sent to this host: the header
-        // names the entry, the key the sending host (Zenoh matches each
-        // sample against every subscriber and key it knows: one key per
-        // entry would cost a run of many entries on every sample).
-        let imports: HashMap<String, Arc<Import>> = inner
+        // One subscriber for each host that sends entries here, on the
+        // exact key of what it sends here: the header names the entry.
+        // (Zenoh keeps the route of a key that a subscriber names
+        // exactly; a key that only matches a wildcard it routes afresh
+        // for every sample, on both hosts. One key per entry would cost
+        // a run of many entries on every sample.)
+        let mut imports: BTreeMap<String, HashMap<String, Arc<Import>>> = BTreeMap::new();
+        for c in inner
             .crossings
             .iter()
             .filter(|c| c.to.contains(&inner.here) && !streaming)
-            .map(|c| {
-                let key = p.plan.entries[c.entry].key.clone();
-                let import = Arc::new(Import {
-                    inner: inner.clone(),
-                    ctx: ctx.clone(),
-                    entry: c.entry,
-                    from: p.placement.hosts[c.from].clone(),
-                    status: self.status.clone(),
-                    stop: self.stop.clone(),
-                    begun: AtomicBool::new(false),
-                    receiving: Mutex::new(None),
-                });
-                (key, import)
-            })
-            .collect();
-        if !imports.is_empty() {
-            let under = format!("{prefix}/entry/");
-            let to_here = format!("/{here_name}");
+        {
+            let from = p.placement.hosts[c.from].clone();
+            let import = Arc::new(Import {
+                inner: inner.clone(),
+                ctx: ctx.clone(),
+                entry: c.entry,
+                from: from.clone(),
+                status: self.status.clone(),
+                stop: self.stop.clone(),
+                begun: AtomicBool::new(false),
+                receiving: Mutex::new(None),
+            });
+            imports
+                .entry(from)
+                .or_default()
+                .insert(p.plan.entries[c.entry].key.clone(), import);
+        }
+        for (from, imports) in imports {
+            let key = format!("{prefix}/entry/{from}/{here_name}");
             let sub = session
-                .declare_subscriber(format!("{prefix}/entry/*/{here_name}"))
-                .callback(move |s: Sample| {
-                    let Some(from) = s
-                        .key_expr()
-                        .as_str()
-                        .strip_prefix(&under)
-                        .and_then(|k| k.strip_suffix(&to_here))
-                    else {
-                        return;
-                    };
-                    on_entry_sample(&imports, from, &s);
-                })
+                .declare_subscriber(key)
+                .callback(move |s: Sample| on_entry_sample(&imports, &from, &s))
                 .wait()
                 .map_err(|e| NetError::Zenoh(e.to_string()))?;
             self.subscribers.push(sub);
