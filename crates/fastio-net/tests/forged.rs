@@ -77,6 +77,17 @@ fn receive(case: u16, pieces: Vec<(Vec<u8>, Vec<u8>)>) -> (LinkEvent, Option<Vec
 
 /// [`receive`] with an entry of `n` bytes.
 fn receive_n(case: u16, n: usize, pieces: Vec<(Vec<u8>, Vec<u8>)>) -> (LinkEvent, Option<Vec<u8>>) {
+    receive_after(case, n, &[], pieces)
+}
+
+/// [`receive_n`], with status lines put first on `<run>/status/<host>`
+/// for each `(host, line)` of `lines`.
+fn receive_after(
+    case: u16,
+    n: usize,
+    lines: &[(&str, Status)],
+    pieces: Vec<(Vec<u8>, Vec<u8>)>,
+) -> (LinkEvent, Option<Vec<u8>>) {
     let def = Definition::parse("forged.yaml", &yaml(n), &[]).expect("definition");
     let pipeline = &def.pipeline;
     let run_id = format!("forged{case}");
@@ -98,6 +109,13 @@ fn receive_n(case: u16, n: usize, pieces: Vec<(Vec<u8>, Vec<u8>)>) -> (LinkEvent
         .declare_publisher(format!("{prefix}/entry/a/b"))
         .wait()
         .expect("publisher");
+    // As every host of a run, a listens to the others' status lines (b
+    // waits until someone of the run does).
+    let _status = session
+        .declare_subscriber(format!("{prefix}/status/b"))
+        .callback(|_| {})
+        .wait()
+        .expect("subscriber");
     // Host a says the batch of its links (as every host does once all
     // joined), again and again until b has joined: b waits for it.
     let said = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -132,6 +150,12 @@ fn receive_n(case: u16, n: usize, pieces: Vec<(Vec<u8>, Vec<u8>)>) -> (LinkEvent
     {
         assert!(Instant::now() < deadline, "b's subscriber never showed");
         std::thread::sleep(Duration::from_millis(10));
+    }
+    for (host, line) in lines {
+        session
+            .put(format!("{prefix}/status/{host}"), line.encode())
+            .wait()
+            .expect("status");
     }
     for (attachment, bytes) in pieces {
         let put = publisher.put(ZBytes::from(bytes));
@@ -285,6 +309,41 @@ fn a_piece_without_its_announcement_fails_the_entry() {
         vec![piece(Primitive::UInt8, &[4096], 4096, 1024, 1024)],
         "a piece at byte 1024 arrived before its entry was announced",
     );
+}
+
+#[test]
+fn status_lines_of_a_host_not_in_the_run_reach_no_host() {
+    // A failure and a failed end said in the name of `intruder`: b never
+    // hears them (it listens to each host of the run on its own key), so
+    // the entry that comes after them is what b reports.
+    let why = r#"{"kind":"exited","operator":"pong","code":1}"#;
+    let said = [
+        (
+            "intruder",
+            Status::Failed {
+                op: "pong".into(),
+                why: why.into(),
+            },
+        ),
+        ("intruder", Status::Done(Some(why.into()))),
+    ];
+    let bytes = vec![5u8; 4096];
+    let (event, published) = receive_after(
+        14,
+        4096,
+        &said,
+        vec![(
+            header(Primitive::UInt8, &[4096], 4096, 0)
+                .encode()
+                .expect("header"),
+            bytes.clone(),
+        )],
+    );
+    assert!(
+        matches!(event, LinkEvent::RemoteSucceeded { op: 0, bytes: 4096 }),
+        "{event:?}"
+    );
+    assert_eq!(published.as_deref(), Some(&bytes[..]));
 }
 
 #[test]

@@ -73,27 +73,23 @@ impl ZenohLink {
                 self.entry_pubs.insert(h, entry);
             }
         }
-        // 2. Subscribers: every host's status, and each entry read here
-        //    whose producer is elsewhere.
-        let i2 = inner.clone();
-        let status_prefix = format!("{prefix}/status/");
-        let here2 = here_name.clone();
-        let sub = session
-            .declare_subscriber(format!("{prefix}/status/*"))
-            .callback(move |s: Sample| {
-                let Some(host) = s.key_expr().as_str().strip_prefix(&status_prefix) else {
-                    return;
-                };
-                if host == here2 {
-                    return;
-                }
-                if let Ok(status) = Status::decode(&s.payload().to_bytes()) {
-                    i2.on_status(host, status);
-                }
-            })
-            .wait()
-            .map_err(|e| NetError::Zenoh(e.to_string()))?;
-        self.subscribers.push(sub);
+        // 2. Subscribers: every other host's status, and each entry read
+        //    here whose producer is elsewhere. Each on an exact key (see
+        //    the entries' below): a status key of a host not in the run
+        //    reaches no subscriber at all.
+        for host in p.placement.hosts.iter().filter(|h| **h != here_name) {
+            let (i2, from) = (inner.clone(), host.clone());
+            let sub = session
+                .declare_subscriber(format!("{prefix}/status/{host}"))
+                .callback(move |s: Sample| {
+                    if let Ok(status) = Status::decode(&s.payload().to_bytes()) {
+                        i2.on_status(&from, status);
+                    }
+                })
+                .wait()
+                .map_err(|e| NetError::Zenoh(e.to_string()))?;
+            self.subscribers.push(sub);
+        }
         // One subscriber for each host that sends entries here, on the
         // exact key of what it sends here: the header names the entry.
         // (Zenoh keeps the route of a key that a subscriber names
