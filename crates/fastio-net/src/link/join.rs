@@ -176,10 +176,14 @@ impl ZenohLink {
             };
             // Every host's token is seen; its subscribers may still be
             // on their way (Zenoh does not order a peer's declarations
-            // of different kinds): each publisher waits for its match.
+            // of different kinds): each publisher waits for its match,
+            // a subscriber of another host (a host alone in its run has
+            // no one to wait for).
+            let alone = p.placement.hosts.len() == 1;
             let unmatched: Vec<String> = declared
                 .borrow()
                 .iter()
+                .filter(|_| !alone)
                 .filter(|p| !p.matching_status().wait().is_ok_and(|m| m.matching()))
                 .map(|p| p.key_expr().as_str().to_owned())
                 .collect();
@@ -256,8 +260,16 @@ impl ZenohLink {
         .unwrap_or(crate::wire::LARGEST_BATCH)
         .min(configured);
         inner.lock().batch.insert(here.clone(), own);
-        self.say(&Status::Batch(own as u32));
+        // A publisher's match means that some other host subscribed, not
+        // every one: a host whose subscriber came late may miss a line.
+        // So the line is said again each time another host's is heard
+        // for the first time (that host's own line came after its
+        // subscriber: one session's messages keep their order, so the
+        // line said back reaches it), and every RESAY while a host is
+        // still silent here.
+        const RESAY: Duration = Duration::from_millis(100);
         let deadline = Instant::now() + self.opts.join_timeout;
+        let (mut heard, mut said) = (0, None::<Instant>);
         let mut st = inner.lock();
         loop {
             let silent: Vec<&str> = hosts
@@ -265,6 +277,15 @@ impl ZenohLink {
                 .filter(|h| !st.batch.contains_key(*h))
                 .map(String::as_str)
                 .collect();
+            if st.batch.len() > heard
+                || said.is_none_or(|t| t.elapsed() >= RESAY && !silent.is_empty())
+            {
+                heard = st.batch.len();
+                drop(st);
+                self.say(&Status::Batch(own as u32));
+                said = Some(Instant::now());
+                st = inner.lock();
+            }
             if silent.is_empty() {
                 return Ok(());
             }

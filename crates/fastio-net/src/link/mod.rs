@@ -12,10 +12,13 @@
 //! | `<run>/credit/<operator>/<output>/<host>` | frames that host has placed in its stream (u64, little-endian) |
 //!
 //! Joining: a host declares its publishers, then its subscribers, then its
-//! liveliness subscribers, and last its own host token; it starts when it
-//! has seen every host's token. Zenoh sends one session's declarations in
-//! order, so a host whose token is seen has its subscribers declared: no
-//! piece is sent before its reader exists.
+//! liveliness subscribers, and last its own host token. It goes on when
+//! it has seen every host's token and each of its publishers has a
+//! subscriber of another host (Zenoh does not order a peer's declarations
+//! of different kinds, so a token seen does not mean its subscribers are
+//! known): no piece is sent before its reader exists. Last the hosts say
+//! the batch of their links (`batch` status lines, said again until every
+//! host's is heard) and the run starts.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
