@@ -205,20 +205,27 @@ fn failed_with_n(case: u16, n: usize, pieces: Vec<(Vec<u8>, Vec<u8>)>, why: &str
 #[test]
 fn a_whole_entry_in_one_message_is_published_as_sent() {
     let bytes: Vec<u8> = (0..4096u32).map(|i| (i * 31 % 251) as u8).collect();
-    let (event, published) = receive(
-        0,
-        vec![(
-            header(Primitive::UInt8, &[4096], 4096, 0)
-                .encode()
-                .expect("header"),
-            bytes.clone(),
-        )],
-    );
+    let (event, published) = receive(0, whole(&bytes));
+    published_as_sent(&event, published, &bytes);
+}
+
+/// The 4,096 bytes of `ping/v` in one piece.
+fn whole(bytes: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    vec![(
+        header(Primitive::UInt8, &[4096], 4096, 0)
+            .encode()
+            .expect("header"),
+        bytes.to_vec(),
+    )]
+}
+
+/// `event` says the 4,096-byte entry arrived, and `published` is `bytes`.
+fn published_as_sent(event: &LinkEvent, published: Option<Vec<u8>>, bytes: &[u8]) {
     assert!(
         matches!(event, LinkEvent::RemoteSucceeded { op: 0, bytes: 4096 }),
         "{event:?}"
     );
-    assert_eq!(published.as_deref(), Some(&bytes[..]));
+    assert_eq!(published.as_deref(), Some(bytes));
 }
 
 #[test]
@@ -328,22 +335,8 @@ fn status_lines_of_a_host_not_in_the_run_reach_no_host() {
         ("intruder", Status::Done(Some(why.into()))),
     ];
     let bytes = vec![5u8; 4096];
-    let (event, published) = receive_after(
-        14,
-        4096,
-        &said,
-        vec![(
-            header(Primitive::UInt8, &[4096], 4096, 0)
-                .encode()
-                .expect("header"),
-            bytes.clone(),
-        )],
-    );
-    assert!(
-        matches!(event, LinkEvent::RemoteSucceeded { op: 0, bytes: 4096 }),
-        "{event:?}"
-    );
-    assert_eq!(published.as_deref(), Some(&bytes[..]));
+    let (event, published) = receive_after(14, 4096, &said, whole(&bytes));
+    published_as_sent(&event, published, &bytes);
 }
 
 #[test]

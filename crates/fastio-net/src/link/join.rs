@@ -162,7 +162,9 @@ impl ZenohLink {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }));
-        // Every host must be there before anything starts.
+        // Every host must be there before anything starts (a host alone
+        // in its run has no one to wait for).
+        let alone = p.placement.hosts.len() == 1;
         let deadline = Instant::now() + self.opts.join_timeout;
         loop {
             let missing: Vec<String> = {
@@ -177,9 +179,7 @@ impl ZenohLink {
             // Every host's token is seen; its subscribers may still be
             // on their way (Zenoh does not order a peer's declarations
             // of different kinds): each publisher waits for its match,
-            // a subscriber of another host (a host alone in its run has
-            // no one to wait for).
-            let alone = p.placement.hosts.len() == 1;
+            // a subscriber of another host.
             let unmatched: Vec<String> = declared
                 .borrow()
                 .iter()
