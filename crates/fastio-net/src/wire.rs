@@ -307,7 +307,7 @@ impl ChunkHeader {
     /// dimensions, the entry key, and that `total` is what the shape needs
     /// and `offset` lies within it.
     pub fn decode(b: &[u8]) -> Result<ChunkHeader, WireError> {
-        let h = Header::read(b, MAGIC, CHUNK_VERSION, FIXED_BYTES, true)?;
+        let mut h = Header::read(b, MAGIC, CHUNK_VERSION, FIXED_BYTES, true)?;
         let kind = match h.code {
             0 => EntryKind::Array,
             1 => EntryKind::String,
@@ -315,7 +315,7 @@ impl ChunkHeader {
             k => return Err(WireError::Field(format!("entry kind {k}"))),
         };
         let (total, offset, transfer) = (h.word(24), h.word(32), h.word(40));
-        let (element, shape) = (h.element, h.shape.clone());
+        let (element, shape) = (h.element, std::mem::take(&mut h.shape));
         let need = entry_bytes(element, &shape)
             .ok_or_else(|| WireError::Field(format!("shape {shape:?} overflows")))?;
         if total != need {

@@ -32,14 +32,14 @@ impl HostLink for ZenohLink {
     }
 
     fn operator_finished(&mut self, ctx: &Context, op: usize, ended: Ended<'_>) {
-        let name = self.inner.pipeline.operators[op].name.clone();
-        self.inner.lock().finished.insert(op);
+        let inner = self.inner.clone();
+        let name = || inner.pipeline.operators[op].name.clone();
+        inner.lock().finished.insert(op);
         match ended {
             Ended::Succeeded => {
                 // A stream's frames went while it ran (its end with it).
-                let outputs = &self.inner.pipeline.plan.operators[op].outputs;
-                for (_, e) in outputs.clone() {
-                    if self.inner.pipeline.plan.streaming.is_none() {
+                if inner.pipeline.plan.streaming.is_none() {
+                    for &(_, e) in &inner.pipeline.plan.operators[op].outputs {
                         self.export(ctx, e);
                     }
                 }
@@ -47,12 +47,12 @@ impl HostLink for ZenohLink {
                 // succeeded from the entry (entries are sent only on
                 // success): the line goes only when another host reads
                 // none, one message less on the way of every entry.
-                if !self.inner.every_host_reads_from(op) {
-                    self.say(&Status::Succeeded(name));
+                if !inner.every_host_reads_from(op) {
+                    self.say(&Status::Succeeded(name()));
                 }
             }
             Ended::Failed(failure) => self.say(&Status::Failed {
-                op: name,
+                op: name(),
                 why: failure.to_json(),
             }),
             // Stopped because the run stops: the cause is told elsewhere.

@@ -287,6 +287,7 @@ impl ZenohLink {
                 st = inner.lock();
             }
             if silent.is_empty() {
+                inner.batches_agreed(&st);
                 return Ok(());
             }
             if Instant::now() >= deadline {

@@ -64,6 +64,15 @@ pub(crate) struct Inner {
     pub(crate) crossings: Vec<fastio_pipeline::Crossing>,
     /// Operator index by lower-case name (status lines name operators).
     pub(super) op_by_name: std::collections::HashMap<String, usize>,
+    /// [`Inner::consumed_here`] of each operator (made once: the
+    /// receiving of every entry asks).
+    consumed: Vec<Vec<usize>>,
+    /// [`Inner::every_host_reads_from`] of each operator (made once: the
+    /// end of every operator asks).
+    read_everywhere: Vec<bool>,
+    /// Bytes of a message to each host (by index), once every host has
+    /// said its batch ([`Inner::batches_agreed`]).
+    message_bytes: std::sync::OnceLock<Vec<usize>>,
 }
 
 impl Inner {
@@ -78,7 +87,7 @@ impl Inner {
         prefix: String,
         events: Sender<LinkEvent>,
     ) -> Inner {
-        Inner {
+        let mut inner = Inner {
             crossings: pipeline.placement.crossings(&pipeline.plan),
             op_by_name: pipeline
                 .operators
@@ -93,21 +102,32 @@ impl Inner {
             state: Mutex::new(State::default()),
             changed: Condvar::new(),
             events,
-        }
+            consumed: Vec::new(),
+            read_everywhere: Vec::new(),
+            message_bytes: std::sync::OnceLock::new(),
+        };
+        let ops = 0..inner.pipeline.operators.len();
+        inner.consumed = ops
+            .clone()
+            .map(|op| inner.works_out_consumed_here(op))
+            .collect();
+        inner.read_everywhere = ops.map(|op| inner.works_out_read_everywhere(op)).collect();
+        inner
     }
 
     pub(super) fn op_index(&self, name: &str) -> Option<usize> {
         self.op_by_name.get(&name.to_ascii_lowercase()).copied()
     }
 
-    /// A sending of entry `entry` began here: its producer succeeded
-    /// (entries are sent only then), whether or not its status line comes
-    /// (see [`Inner::every_host_reads_from`]). Should its host vanish
-    /// now, what is lost is the entry, not a running operator.
     /// Most bytes of payload and attachment in one message from this host
     /// to host `to` (by index): what fits the smallest batch of either's
     /// links; the smallest any link may have while either has not said.
+    /// Once every host has said ([`Inner::batches_agreed`]), read without
+    /// the state's lock.
     pub(crate) fn message_bytes_to(&self, to: usize) -> usize {
+        if let Some(bytes) = self.message_bytes.get().and_then(|m| m.get(to)) {
+            return *bytes;
+        }
         let hosts = &self.pipeline.placement.hosts;
         let st = self.lock();
         let said = |h: usize| hosts.get(h).and_then(|n| st.batch.get(n)).copied();
@@ -117,9 +137,30 @@ impl Inner {
         }
     }
 
+    /// Every host has said its batch (`st` holds them all): the bytes of a
+    /// message to each host are fixed from now on, and kept.
+    pub(super) fn batches_agreed(&self, st: &State) {
+        let hosts = &self.pipeline.placement.hosts;
+        let said = |h: usize| st.batch.get(&hosts[h]).copied();
+        let bytes = (0..hosts.len())
+            .map(|to| match (said(self.here), said(to)) {
+                (Some(a), Some(b)) => crate::wire::message_bytes(a, b),
+                _ => crate::wire::MESSAGE_BYTES,
+            })
+            .collect();
+        let _ = self.message_bytes.set(bytes);
+    }
+
+    /// A sending of entry `entry` began here: its producer succeeded
+    /// (entries are sent only then), whether or not its status line comes
+    /// (see [`Inner::every_host_reads_from`]). Should its host vanish
+    /// now, what is lost is the entry, not a running operator.
     pub(super) fn producer_succeeded(&self, entry: usize) {
-        let op = self.pipeline.plan.entries[entry].producer;
-        let mut st = self.lock();
+        Self::mark_succeeded(&mut self.lock(), self.pipeline.plan.entries[entry].producer);
+    }
+
+    /// Notes that remote operator `op` succeeded (and so ended).
+    pub(super) fn mark_succeeded(st: &mut State, op: usize) {
         st.succeeded.insert(op);
         st.finished.insert(op);
     }
@@ -127,6 +168,12 @@ impl Inner {
     /// Whether every other host reads an entry that operator `op` sends
     /// from here (not streams: their frames say nothing of the end).
     pub(super) fn every_host_reads_from(&self, op: usize) -> bool {
+        self.read_everywhere.get(op).copied().unwrap_or(false)
+    }
+
+    /// [`Inner::every_host_reads_from`], worked out (once, in
+    /// [`Inner::new`]).
+    fn works_out_read_everywhere(&self, op: usize) -> bool {
         if self.pipeline.plan.streaming.is_some() {
             return false;
         }
@@ -151,7 +198,12 @@ impl Inner {
     }
 
     /// Entries of operator `op` that an operator of this host reads.
-    pub(super) fn consumed_here(&self, op: usize) -> Vec<usize> {
+    pub(super) fn consumed_here(&self, op: usize) -> &[usize] {
+        self.consumed.get(op).map_or(&[], Vec::as_slice)
+    }
+
+    /// [`Inner::consumed_here`], worked out (once, in [`Inner::new`]).
+    fn works_out_consumed_here(&self, op: usize) -> Vec<usize> {
         let p = &self.pipeline;
         p.plan.operators[op]
             .outputs

@@ -38,10 +38,13 @@ impl Import {
     /// Every later piece is placed here, straight into the allocation.
     pub(super) fn on_piece(self: &Arc<Self>, h: ChunkHeader, payload: &ZBytes) {
         if h.offset == 0 && !self.begun.swap(true, Ordering::AcqRel) {
-            self.inner.producer_succeeded(self.entry);
+            // Its producer succeeded (see `Inner::producer_succeeded`):
+            // noted now, or with the entry when this piece is all of it.
             if payload.is_empty() && h.total > 0 {
+                self.inner.producer_succeeded(self.entry);
                 Importer::start(self.clone(), h, payload.clone());
             } else if let Err(why) = self.eager(h, payload) {
+                self.inner.producer_succeeded(self.entry);
                 self.fail(&why);
             }
         } else if let Err(why) = self.piece(&h, payload) {
@@ -50,7 +53,8 @@ impl Import {
     }
 
     /// The first piece of an entry sent at once: allocates the entry,
-    /// places the piece, and publishes the entry when that was all of it.
+    /// places the piece, and publishes the entry when that was all of it
+    /// (which notes its producer's success); otherwise notes that success.
     fn eager(&self, first: ChunkHeader, payload: &ZBytes) -> Result<(), NetError> {
         if first.total > EAGER_BYTES as u64 {
             return Err(NetError::Protocol(format!(
@@ -61,12 +65,14 @@ impl Import {
         let dims = self.announced(&first, payload)?;
         let mut r = Receiving {
             alloc: self.allocate(&dims)?,
-            first: first.clone(),
             got: 0,
+            first,
         };
-        if Self::place(&mut r, &first, payload)? {
+        // The first piece: its header is `r.first` itself.
+        if Self::fill(&mut r, payload)? {
             return self.publish(r.alloc, r.first.total);
         }
+        self.inner.producer_succeeded(self.entry);
         *self.receiving.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
         Ok(())
     }
@@ -136,7 +142,8 @@ impl Import {
             .map_err(|x| NetError::Protocol(x.to_string()))
     }
 
-    /// Publishes the received entry and tells the driver.
+    /// Publishes the received entry and tells the driver (its producer
+    /// succeeded, noted in the same hold of the state's lock).
     pub(super) fn publish(&self, alloc: fastio::Allocation, total: u64) -> Result<(), NetError> {
         let e = &self.inner.pipeline.plan.entries[self.entry];
         alloc
@@ -144,6 +151,7 @@ impl Import {
             .map_err(|x| NetError::Protocol(x.to_string()))?;
         let event = {
             let mut st = self.inner.lock();
+            Inner::mark_succeeded(&mut st, e.producer);
             st.imported.insert(self.entry, total);
             self.inner.maybe_ready(&mut st, e.producer)
         };
@@ -185,8 +193,8 @@ impl Import {
         }
     }
 
-    /// Copies one piece into the entry being received; whether it was the
-    /// last.
+    /// Copies one piece after the first into the entry being received
+    /// (checked against the first's header); whether it was the last.
     pub(super) fn place(
         r: &mut Receiving,
         h: &ChunkHeader,
@@ -201,14 +209,21 @@ impl Import {
                 h.offset, r.got
             )));
         }
+        Self::fill(r, bytes)
+    }
+
+    /// Copies the piece due next (at `r.got`) into the entry; whether it
+    /// was the last.
+    fn fill(r: &mut Receiving, bytes: &ZBytes) -> Result<bool, NetError> {
+        let total = r.first.total;
         // Every piece but the last has at least MIN_PIECE_BYTES.
-        check_piece(h.offset, bytes.len() as u64, h.total).map_err(NetError::Protocol)?;
+        check_piece(r.got, bytes.len() as u64, total).map_err(NetError::Protocol)?;
         let mut map = r
             .alloc
             .map_mut()
             .map_err(|x| NetError::Protocol(x.to_string()))?;
-        r.got = copy_piece(&mut map, h, bytes)?;
-        Ok(r.got == r.first.total)
+        r.got = copy_piece(&mut map, r.got, total, bytes)?;
+        Ok(r.got == total)
     }
 }
 
@@ -247,15 +262,22 @@ pub(super) fn on_entry_sample(imports: &HashMap<String, Arc<Import>>, from: &str
     }
 }
 
-/// Copies one piece into the entry's bytes; the offset after it.
-pub(super) fn copy_piece(map: &mut [u8], h: &ChunkHeader, bytes: &ZBytes) -> Result<u64, NetError> {
-    let mut at = h.offset as usize;
+/// Copies one piece, whose bytes go at `offset` of an entry of `total`
+/// bytes, into the entry's bytes; the offset after it.
+pub(super) fn copy_piece(
+    map: &mut [u8],
+    offset: u64,
+    total: u64,
+    bytes: &ZBytes,
+) -> Result<u64, NetError> {
+    let mut at = usize::try_from(offset)
+        .map_err(|_| NetError::Protocol(format!("a piece at byte {offset} is out of reach")))?;
     for slice in bytes.slices() {
         let end = at
             .checked_add(slice.len())
-            .filter(|&end| end as u64 <= h.total && end <= map.len())
+            .filter(|&end| end as u64 <= total && end <= map.len())
             .ok_or_else(|| {
-                NetError::Protocol(format!("a piece runs past the entry's {} bytes", h.total))
+                NetError::Protocol(format!("a piece runs past the entry's {total} bytes"))
             })?;
         map[at..end].copy_from_slice(slice);
         at = end;

@@ -110,13 +110,13 @@ pub(super) fn send_entry(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as u64)
         ^ (u64::from(std::process::id()) << 32);
-    let header = |offset: usize| ChunkHeader {
+    let mut header = ChunkHeader {
         entry: e.key.clone(),
         kind: e.kind,
         element: e.element,
-        shape: shape.clone(),
+        shape,
         total: total as u64,
-        offset: offset as u64,
+        offset: 0,
         transfer,
     };
     let piece = |start: usize, end: usize| {
@@ -127,7 +127,7 @@ pub(super) fn send_entry(
         }))
     };
     if total > EAGER_BYTES {
-        put_each(publishers, ZBytes::new, &header(0))?;
+        put_each(publishers, ZBytes::new, &header)?;
         wait_for_room(inner, entry, stop)?;
     }
     // Pieces that fit the link to every reader; every piece but the last
@@ -144,7 +144,8 @@ pub(super) fn send_entry(
     let mut offset = 0usize;
     loop {
         let end = (offset + size).min(total);
-        put_each(publishers, || piece(offset, end), &header(offset))?;
+        header.offset = offset as u64;
+        put_each(publishers, || piece(offset, end), &header)?;
         offset = end;
         if offset >= total {
             return Ok(());
