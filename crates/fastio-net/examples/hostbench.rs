@@ -321,7 +321,7 @@ fn wait_for(link: &ZenohLink, want: usize) -> Result {
     loop {
         match events.recv_timeout(Duration::from_secs(120)) {
             Ok(LinkEvent::RemoteSucceeded { op, .. }) if op == want => return Ok(()),
-            Ok(LinkEvent::RemoteSucceeded { .. }) => {}
+            Ok(LinkEvent::RemoteSucceeded { .. } | LinkEvent::EntryArriving { .. }) => {}
             Ok(other) => return Err(format!("{other:?}")),
             Err(e) => return Err(format!("no event: {e}")),
         }

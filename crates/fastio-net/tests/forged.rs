@@ -88,6 +88,19 @@ fn receive_after(
     lines: &[(&str, Status)],
     pieces: Vec<(Vec<u8>, Vec<u8>)>,
 ) -> (LinkEvent, Option<Vec<u8>>) {
+    let (mut events, published) = receive_events(case, n, lines, pieces, 1);
+    (events.pop().expect("an event"), published)
+}
+
+/// [`receive_after`], with b's events up to the `told`th that says what
+/// became of the entry (with the wake-ups ahead of them).
+fn receive_events(
+    case: u16,
+    n: usize,
+    lines: &[(&str, Status)],
+    pieces: Vec<(Vec<u8>, Vec<u8>)>,
+    told: usize,
+) -> (Vec<LinkEvent>, Option<Vec<u8>>) {
     let def = Definition::parse("forged.yaml", &yaml(n), &[]).expect("definition");
     let pipeline = &def.pipeline;
     let run_id = format!("forged{case}");
@@ -166,12 +179,18 @@ fn receive_after(
         }
         .expect("put");
     }
-    let event = link
-        .events()
-        .recv_timeout(Duration::from_secs(20))
-        .expect("b says what became of the entry");
+    let mut events = Vec::new();
+    let woken = |e: &LinkEvent| matches!(e, LinkEvent::EntryArriving { .. });
+    while events.iter().filter(|e| !woken(e)).count() < told {
+        assert!(events.len() < 100, "b only wakes its driver: {events:?}");
+        events.push(
+            link.events()
+                .recv_timeout(Duration::from_secs(20))
+                .expect("b says what became of the entry"),
+        );
+    }
     let published = ctx.map("ping/v").ok().map(|m| m.to_vec());
-    (event, published)
+    (events, published)
 }
 
 fn failed_with(case: u16, pieces: Vec<(Vec<u8>, Vec<u8>)>, why: &str) {
@@ -376,6 +395,47 @@ fn an_entry_of_several_pieces_sent_at_once_is_published_as_sent() {
     assert!(
         matches!(event, LinkEvent::RemoteSucceeded { op: 0, bytes } if bytes == n as u64),
         "{event:?}"
+    );
+    assert_eq!(published.as_deref(), Some(&bytes[..]));
+}
+
+#[test]
+fn the_last_piece_wakes_the_driver_once_before_the_entry_is_told() {
+    // Four pieces, then one.
+    let n = 3 * PIECE_BYTES + 1000;
+    let bytes: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
+    let mut pieces = eager_pieces(&bytes);
+    let (events, published) = receive_events(15, n, &[], pieces.clone(), 1);
+    let arrived = |bytes: usize| {
+        [
+            LinkEvent::EntryArriving { entry: 0 },
+            LinkEvent::RemoteSucceeded {
+                op: 0,
+                bytes: bytes as u64,
+            },
+        ]
+    };
+    assert_eq!(events, arrived(n));
+    assert_eq!(published.as_deref(), Some(&bytes[..]));
+    let small: Vec<u8> = (0..4096u32).map(|i| (i * 3 % 241) as u8).collect();
+    let (events, published) = receive_events(16, 4096, &[], whole(&small), 1);
+    assert_eq!(events, arrived(4096));
+    assert_eq!(published.as_deref(), Some(&small[..]));
+    // The last piece again, after the entry: no second wake-up, and the
+    // piece is refused (nothing of that entry is due any more).
+    let last = pieces.last().cloned().expect("pieces");
+    pieces.push(last);
+    let (events, published) = receive_events(17, n, &[], pieces, 2);
+    assert_eq!(events[..2], arrived(n));
+    assert!(
+        matches!(
+            &events[2..],
+            [LinkEvent::RemoteFailed {
+                op: 0,
+                failure: Failure::Transfer { error, .. }
+            }] if error.contains("arrived before its entry was announced")
+        ),
+        "{events:?}"
     );
     assert_eq!(published.as_deref(), Some(&bytes[..]));
 }

@@ -247,6 +247,8 @@ impl<'d> Run<'d> {
                 self.fail(failure);
             }
             LinkEvent::Failed { failure } => self.fail(failure),
+            // It woke this thread ahead of the entry (nothing to do).
+            LinkEvent::EntryArriving { .. } => {}
         }
     }
 

@@ -111,6 +111,7 @@ impl ZenohLink {
                 status: self.status.clone(),
                 stop: self.stop.clone(),
                 begun: AtomicBool::new(false),
+                arriving: AtomicBool::new(false),
                 receiving: Mutex::new(None),
             });
             imports

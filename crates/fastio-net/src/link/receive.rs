@@ -16,6 +16,9 @@ pub(super) struct Import {
     /// Set once a sending has begun here (in Zenoh's callback or in the
     /// importer's thread): an entry is received once.
     pub(super) begun: AtomicBool,
+    /// Set once the driver was told that the entry's last bytes arrived
+    /// ([`LinkEvent::EntryArriving`]).
+    pub(super) arriving: AtomicBool,
     /// The entry being received in pieces, once the importer's thread has
     /// made room for it.
     pub(super) receiving: Mutex<Option<Receiving>>,
@@ -37,6 +40,16 @@ impl Import {
     /// entry of at most [`EAGER_BYTES`] have it allocated here and now.
     /// Every later piece is placed here, straight into the allocation.
     pub(super) fn on_piece(self: &Arc<Self>, h: ChunkHeader, payload: &ZBytes) {
+        // The piece that completes the entry wakes the driver before it is
+        // placed and published (see `LinkEvent::EntryArriving`): once per
+        // entry, whatever its pieces claim.
+        let last = h.offset.checked_add(payload.len() as u64) == Some(h.total);
+        if last && !self.arriving.swap(true, Ordering::AcqRel) {
+            let _ = self
+                .inner
+                .events
+                .send(LinkEvent::EntryArriving { entry: self.entry });
+        }
         if h.offset == 0 && !self.begun.swap(true, Ordering::AcqRel) {
             // Its producer succeeded (see `Inner::producer_succeeded`):
             // noted now, or with the entry when this piece is all of it.
