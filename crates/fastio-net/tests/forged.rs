@@ -70,7 +70,8 @@ fn piece(
 }
 
 /// Runs host b, sends `pieces` as host a, and returns b's first event
-/// and whether `ping/v` was published on b.
+/// that says what became of the entry (not a wake-up ahead of it,
+/// `LinkEvent::EntryArriving`) and whether `ping/v` was published on b.
 fn receive(case: u16, pieces: Vec<(Vec<u8>, Vec<u8>)>) -> (LinkEvent, Option<Vec<u8>>) {
     receive_n(case, 4096, pieces)
 }
@@ -400,7 +401,7 @@ fn an_entry_of_several_pieces_sent_at_once_is_published_as_sent() {
 }
 
 #[test]
-fn the_last_piece_wakes_the_driver_once_before_the_entry_is_told() {
+fn the_last_piece_wakes_the_driver_once_before_the_entry_is_told_of() {
     // Four pieces, then one.
     let n = 3 * PIECE_BYTES + 1000;
     let bytes: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();

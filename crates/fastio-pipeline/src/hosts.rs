@@ -15,6 +15,7 @@ use crate::failure::Failure;
 
 /// Something that happened on another host.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LinkEvent {
     /// Remote operator `op` succeeded, and every output of it that this
     /// host consumes has been received and published in the local context
@@ -39,14 +40,16 @@ pub enum LinkEvent {
         /// What happened.
         failure: Failure,
     },
-    /// The last bytes of entry `entry` (index in the plan) reached this
-    /// host from another: the link places and publishes them now, and a
-    /// [`LinkEvent::RemoteSucceeded`] of its producer (or a failure)
-    /// follows. It says so before that work so that a driver asleep wakes
-    /// while the link does it rather than after: on a machine whose idle
-    /// cores halt, a wake-up takes tens of microseconds, as long as
-    /// placing a small entry or the last piece of a large one. A driver
-    /// needs to do nothing with it.
+    /// A piece that says it completes entry `entry` (index in the plan)
+    /// reached this host from another. The link says so before it checks,
+    /// places and publishes that piece, so that a driver asleep wakes
+    /// while the link does that work rather than after: on a machine whose
+    /// idle cores halt, a wake-up takes tens of microseconds, as long as
+    /// placing a small entry or the last piece of a large one. What became
+    /// of the entry is told by the events after it (its producer's
+    /// [`LinkEvent::RemoteSucceeded`] once every entry of it read here is
+    /// in, or a failure); nothing is to be inferred from this one. A
+    /// driver needs to do nothing with it.
     EntryArriving {
         /// The entry (index in the plan).
         entry: usize,

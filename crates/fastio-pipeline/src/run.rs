@@ -205,16 +205,21 @@ impl<'d> Run<'d> {
             None => self.rx.recv_timeout(TICK).ok(),
             Some(news) => {
                 let news = news.clone();
-                crossbeam_channel::select! {
-                    recv(self.rx) -> e => e.ok(),
-                    recv(news) -> le => {
-                        match le {
-                            Ok(le) => self.on_link(le),
-                            Err(_) => self.fail(Failure::LinkClosed),
-                        }
-                        None
-                    },
-                    default(TICK) => None,
+                // A wake-up ahead of an entry (at most one an entry) goes
+                // straight back to waiting: the news it announces follows.
+                loop {
+                    crossbeam_channel::select! {
+                        recv(self.rx) -> e => break e.ok(),
+                        recv(news) -> le => {
+                            match le {
+                                Ok(LinkEvent::EntryArriving { .. }) => continue,
+                                Ok(le) => self.on_link(le),
+                                Err(_) => self.fail(Failure::LinkClosed),
+                            }
+                            break None;
+                        },
+                        default(TICK) => break None,
+                    }
                 }
             }
         };
