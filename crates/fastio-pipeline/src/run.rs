@@ -252,7 +252,7 @@ impl<'d> Run<'d> {
                 self.fail(failure);
             }
             LinkEvent::Failed { failure } => self.fail(failure),
-            // It woke this thread ahead of the entry (nothing to do).
+            // Only a wake-up ahead of the entry (`next_exit` waits on).
             LinkEvent::EntryArriving { .. } => {}
         }
     }

@@ -125,11 +125,15 @@ impl Inner {
     /// Once every host has said ([`Inner::batches_agreed`]), read without
     /// the state's lock.
     pub(crate) fn message_bytes_to(&self, to: usize) -> usize {
-        if let Some(bytes) = self.message_bytes.get().and_then(|m| m.get(to)) {
-            return *bytes;
+        match self.message_bytes.get().and_then(|m| m.get(to)) {
+            Some(bytes) => *bytes,
+            None => self.message_bytes_said(&self.lock(), to),
         }
+    }
+
+    /// [`Inner::message_bytes_to`] from the batches said so far (`st`).
+    fn message_bytes_said(&self, st: &State, to: usize) -> usize {
         let hosts = &self.pipeline.placement.hosts;
-        let st = self.lock();
         let said = |h: usize| hosts.get(h).and_then(|n| st.batch.get(n)).copied();
         match (said(self.here), said(to)) {
             (Some(a), Some(b)) => crate::wire::message_bytes(a, b),
@@ -140,13 +144,9 @@ impl Inner {
     /// Every host has said its batch (`st` holds them all): the bytes of a
     /// message to each host are fixed from now on, and kept.
     pub(super) fn batches_agreed(&self, st: &State) {
-        let hosts = &self.pipeline.placement.hosts;
-        let said = |h: usize| st.batch.get(&hosts[h]).copied();
-        let bytes = (0..hosts.len())
-            .map(|to| match (said(self.here), said(to)) {
-                (Some(a), Some(b)) => crate::wire::message_bytes(a, b),
-                _ => crate::wire::MESSAGE_BYTES,
-            })
+        let hosts = self.pipeline.placement.hosts.len();
+        let bytes = (0..hosts)
+            .map(|to| self.message_bytes_said(st, to))
             .collect();
         let _ = self.message_bytes.set(bytes);
     }
