@@ -7,11 +7,16 @@
  *     (the operator a process runs as), frame, stream_producer,
  *     stream_consumer, stream_frame. Owners are move-only; a moved-from
  *     owner holds a null handle, and any call on it throws
- *     fastio::error (FASTIO_ERR_INVALID_ARGUMENT, from the C function).
+ *     fastio::error (FASTIO_ERR_INVALID_ARGUMENT, from the C function),
+ *     `mapping::unmap()` too; only `operator bool` (false), `c_handle()`
+ *     (null) and a moved-from mapping's view (empty: null `data()`,
+ *     `size()` 0, no dimensions) answer without throwing.
  *     `entry` is a reference into its `op` (copyable, valid while the op
  *     lives).
  *   - Errors are exceptions: fastio::error (a std::runtime_error) with
- *     the status and the C API's message; fastio::no_space (/dev/shm or
+ *     the status (`status()`, a FASTIO_ERR_* code) and `what()`, the
+ *     status's text (`fastio_status_string`, e.g. "invalid argument"),
+ *     ": " and the C API's message; fastio::no_space (/dev/shm or
  *     the context is full), fastio::poisoned (a stream's producer failed)
  *     and fastio::timeout derive from it.
  *   - Typed views: view<const T> of an input, view<T> of an output, with
@@ -42,7 +47,9 @@ namespace fastio {
 
 /* ---------------------------------------------------------------- errors */
 
-/// A failed call: the C status (FASTIO_ERR_*) and its message.
+/// A failed call: `status()` is the C status (a FASTIO_ERR_* code);
+/// `what()` is the status's text (`fastio_status_string(status)`, such as
+/// "invalid argument", not the constant's name), ": " and the message.
 class error : public std::runtime_error {
 public:
     error(int status, const std::string &message)
@@ -248,12 +255,15 @@ public:
 
     mapping(view<T> v, void *handle, unmap_fn unmap)
         : view<T>(std::move(v)), handle_(handle), unmap_(unmap) {}
+    /// Leaves `o` empty: a null handle and an empty view.
     mapping(mapping &&o) noexcept
-        : view<T>(std::move(o)), handle_(std::exchange(o.handle_, nullptr)), unmap_(o.unmap_) {}
+        : view<T>(std::exchange(static_cast<view<T> &>(o), view<T>())),
+          handle_(std::exchange(o.handle_, nullptr)),
+          unmap_(o.unmap_) {}
     mapping &operator=(mapping &&o) noexcept {
         if (this != &o) {
             reset();
-            view<T>::operator=(std::move(o));
+            view<T>::operator=(std::exchange(static_cast<view<T> &>(o), view<T>()));
             handle_ = std::exchange(o.handle_, nullptr);
             unmap_ = o.unmap_;
         }
@@ -263,11 +273,15 @@ public:
     mapping &operator=(const mapping &) = delete;
     ~mapping() { reset(); }
 
-    /// Unmaps now (the destructor does it otherwise, ignoring errors).
+    /// Unmaps now (the destructor does it otherwise, ignoring errors);
+    /// the view is empty afterwards. On a moved-from or already unmapped
+    /// mapping it throws fastio::error (FASTIO_ERR_INVALID_ARGUMENT: the C
+    /// function's null check), as any call on a moved-from owner does.
     void unmap() {
         void *h = std::exchange(handle_, nullptr);
-        if (h) detail::check(unmap_(h, const_cast<void *>(static_cast<const void *>(this->data()))));
+        int rc = unmap_(h, const_cast<void *>(static_cast<const void *>(this->data())));
         view<T>::operator=(view<T>());
+        detail::check(rc);
     }
 
 private:

@@ -35,10 +35,45 @@ static void contexts_and_allocations(fastio::context &ctx) {
     a.publish("ints");
     EXPECT_THROW(fastio::error, FASTIO_ERR_INVALID_ARGUMENT, a.map<float>(), "holds int32, not float32");
     EXPECT_THROW(fastio::error, FASTIO_ERR_INVALID_ARGUMENT, a.set_type<double>({4}), "32 bytes, but the allocation has 16");
+    // what(): the status's text (not FASTIO_ERR_*), ": " and the message.
+    try {
+        (void)a.map<float>();
+        FAIL("map<float>() of int32 did not throw");
+    } catch (const fastio::error &e) {
+        TRUE(std::string(e.what()) == "invalid argument: allocation holds int32, not float32");
+        TRUE(std::string(e.what()) ==
+             std::string(fastio_status_string(e.status())) + ": allocation holds int32, not float32");
+    }
+    try {
+        (void)ctx.get("nobody");
+        FAIL("get(\"nobody\") did not throw");
+    } catch (const fastio::error &e) {
+        const std::string what = e.what();
+        TRUE(what.rfind("not found: ", 0) == 0 && what.find("nobody") != std::string::npos);
+        TRUE(what.find("FASTIO_ERR") == std::string::npos);
+    }
     {
         auto m = a.map_mut<std::int32_t>();  // the failed map left nothing mapped
         TRUE(m.size() == 4 && m.shape() == std::vector<std::size_t>{4});
         m[3] = 7;
+    }
+    {
+        // A moved-from mapping is an empty view whose unmap() throws, as
+        // any call on a moved-from owner does; so does a second unmap().
+        auto m = a.map_mut<std::int32_t>();
+        auto kept = std::move(m);
+        TRUE(m.data() == nullptr && m.size() == 0 && m.shape().empty());
+        TRUE(kept.size() == 4 && kept.data() != nullptr);
+        EXPECT_THROW(fastio::error, FASTIO_ERR_INVALID_ARGUMENT, m.unmap(), "null");
+        kept[0] = 5;
+        kept.unmap();
+        TRUE(kept.data() == nullptr && kept.size() == 0);
+        EXPECT_THROW(fastio::error, FASTIO_ERR_INVALID_ARGUMENT, kept.unmap(), "null");
+        auto from = a.map_mut<std::int32_t>();
+        kept = std::move(from);  // move-assigned: `from` is left empty too
+        TRUE(kept.size() == 4 && kept[0] == 5);
+        TRUE(from.data() == nullptr && from.size() == 0 && from.shape().empty());
+        EXPECT_THROW(fastio::error, FASTIO_ERR_INVALID_ARGUMENT, from.unmap(), "null");
     }
     auto b = ctx.get("ints");
     TRUE(b.element_type() == "int32");
@@ -141,6 +176,11 @@ static void entries() {
     {
         auto in = v.map<std::int32_t>();  // the failed calls mapped nothing
         TRUE(in.size() == 8 && in.at({1, 3}) == in[7]);
+        auto kept = std::move(in);  // an entry's mapping, moved from
+        TRUE(in.data() == nullptr && in.size() == 0 && kept.size() == 8);
+        EXPECT_THROW(fastio::error, FASTIO_ERR_INVALID_ARGUMENT, in.unmap(), "null");
+        kept.unmap();
+        EXPECT_THROW(fastio::error, FASTIO_ERR_INVALID_ARGUMENT, kept.unmap(), "null");
     }
     auto o = op.output("o");
     TRUE(!o.is_input() && o.is_dynamic() && o.dynamic_indices() == std::vector<int>{0});
