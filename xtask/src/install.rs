@@ -14,11 +14,13 @@
 //! soname `libfastio.so.0`. `cargo-c` does the same job, but installing it
 //! compiles cargo itself (minutes on CI's two cores) for a few files.
 //!
-//! [`check`] (a step of `cargo xtask ci`) installs into `target/`, builds a
-//! C program with `pkg-config` and the CMake project `examples/cpp` with
-//! `find_package(fastio)` against it, and runs the C++ operators in the
-//! volume and streaming demos in place of the Rust ones, whose outputs
-//! they must reproduce exactly.
+//! Both `fastio.pc` and the CMake package find the prefix from their own
+//! place, so an install can be moved. [`check`] (a step of `cargo xtask
+//! ci`) installs into `target/`, moves the install, builds a C program with
+//! `pkg-config` (whose paths must be the new place's) and the CMake project
+//! `examples/cpp` with `find_package(fastio)` against it there, and runs
+//! the C++ operators in the volume and streaming demos in place of the
+//! Rust ones, whose outputs they must reproduce exactly.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -101,13 +103,65 @@ pub(crate) fn run(prefix: &Path) -> Result<(), String> {
     copy(&built.join("libfastio_capi.a"), &lib.join("libfastio.a"))?;
     symlink(&real, &lib.join(&soname))?;
     symlink(&soname, &lib.join("libfastio.so"))?;
-    write(&pkgconfig.join("fastio.pc"), &pkg_config(&prefix))?;
+    write(&pkgconfig.join("fastio.pc"), &pkg_config())?;
     write(
         &cmake.join("fastioConfig.cmake"),
         &cmake_config(&real, &soname),
     )?;
     write(&cmake.join("fastioConfigVersion.cmake"), &cmake_version())?;
     println!("installed fastio {version} into {}", prefix.display());
+    Ok(())
+}
+
+/// `p` with every link and `..` resolved.
+fn canonical(p: &Path) -> Result<PathBuf, String> {
+    p.canonicalize()
+        .map_err(|e| format!("{}: {e}", p.display()))
+}
+
+/// Whether pkg-config's flags for fastio name the install at `prefix`
+/// (after a move from `old`) and nothing else: its headers, its library
+/// directory, and never the old place.
+fn pkg_config_paths_are_in(
+    cflags: &[String],
+    libs: &[String],
+    libdir: &str,
+    prefix: &Path,
+    old: &Path,
+) -> Result<(), String> {
+    let said = format!("cflags {cflags:?}, libs {libs:?}, libdir {libdir:?}");
+    if said.contains(&old.display().to_string()) {
+        return Err(format!(
+            "pkg-config names the install's old place {}: {said}",
+            old.display()
+        ));
+    }
+    let include = cflags
+        .iter()
+        .filter_map(|f| f.strip_prefix("-I"))
+        .map(|d| canonical(Path::new(d)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let libdirs = libs
+        .iter()
+        .filter_map(|f| f.strip_prefix("-L"))
+        .map(|d| canonical(Path::new(d)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (want_include, want_lib) = (prefix.join("include").join("fastio"), prefix.join("lib"));
+    if include != [want_include.clone()]
+        || libdirs != [want_lib.clone()]
+        || canonical(Path::new(libdir))? != want_lib
+    {
+        return Err(format!(
+            "pkg-config does not give the moved install's paths ({} and {}): {said}",
+            want_include.display(),
+            want_lib.display()
+        ));
+    }
+    println!(
+        "install: pkg-config gives the moved install's paths ({} and {})",
+        want_include.display(),
+        want_lib.display()
+    );
     Ok(())
 }
 
@@ -140,14 +194,18 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
     std::fs::write(path, text).map_err(|e| format!("write {}: {e}", path.display()))
 }
 
-fn pkg_config(prefix: &Path) -> String {
+/// `fastio.pc`, relocatable: its prefix is found from the file's own
+/// place (`${pcfiledir}`, PREFIX/lib/pkgconfig), as the CMake package's
+/// is, so an install that is moved (or packaged and unpacked elsewhere)
+/// still gives its own paths.
+fn pkg_config() -> String {
     let version = version();
     let private: Vec<String> = NATIVE_STATIC_LIBS
         .iter()
         .map(|l| format!("-l{l}"))
         .collect();
     format!(
-        "prefix={}
+        "prefix=${{pcfiledir}}/../..
 exec_prefix=${{prefix}}
 libdir=${{exec_prefix}}/lib
 includedir=${{prefix}}/include
@@ -159,7 +217,6 @@ Libs: -L${{libdir}} -lfastio
 Libs.private: {}
 Cflags: -I${{includedir}}/fastio
 ",
-        prefix.display(),
         private.join(" ")
     )
 }
@@ -236,14 +293,26 @@ endif()
     )
 }
 
-/// The `ci` step: install into `target/install-check`, consume it from C
-/// (`pkg-config`) and C++ (`find_package`), and run the C++ operators in
-/// the demos.
+/// The `ci` step: install into `target/install-check-first`, move the
+/// install to `target/install-check` (both packages must be relocatable),
+/// consume it there from C (`pkg-config`) and C++ (`find_package`), and
+/// run the C++ operators in the demos.
 pub(crate) fn check() -> Result<(), String> {
     let target = root().join("target");
+    let first = target.join("install-check-first");
     let prefix = target.join("install-check");
-    let _ = std::fs::remove_dir_all(&prefix);
-    run(&prefix)?;
+    for dir in [&first, &prefix] {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    run(&first)?;
+    std::fs::rename(&first, &prefix).map_err(|e| {
+        format!(
+            "move the install {} to {}: {e}",
+            first.display(),
+            prefix.display()
+        )
+    })?;
+    let prefix = canonical(&prefix)?;
     let work = target.join("install-check-use");
     let _ = std::fs::remove_dir_all(&work);
     std::fs::create_dir_all(&work).map_err(|e| format!("create {}: {e}", work.display()))?;
@@ -260,7 +329,9 @@ pub(crate) fn check() -> Result<(), String> {
         ));
     }
 
-    // C, through pkg-config, as `cc app.c $(pkg-config --cflags --libs fastio)`.
+    // C, through pkg-config, as `cc app.c $(pkg-config --cflags --libs
+    // fastio)`, at the install's new place: every path pkg-config gives
+    // is in it (`fastio.pc` finds its prefix from its own place).
     let pkg_path = lib.join("pkgconfig");
     let flags = |args: &[&str]| -> Result<Vec<String>, String> {
         let mut pc = Command::new("pkg-config");
@@ -270,16 +341,20 @@ pub(crate) fn check() -> Result<(), String> {
     };
     let cflags = flags(&["--cflags", "fastio"])?;
     let libs = flags(&["--libs", "fastio"])?;
+    let libdir = flags(&["--variable=libdir", "fastio"])?.join(" ");
+    pkg_config_paths_are_in(&cflags, &libs, &libdir, &prefix, &first)?;
     let capi = root().join("crates").join("fastio-capi");
     let c_exe = work.join("contexts");
     let mut cc = Command::new("cc");
+    // Beside pkg-config's flags only the test's own helper header
+    // (`check.h`) and the run-time path, pkg-config's `libdir`.
     cc.args(["-std=c11", "-Wall", "-Wextra", "-Werror"])
         .args(&cflags)
         .arg("-I")
         .arg(capi.join("tests").join("c"))
         .arg(capi.join("tests").join("c").join("contexts.c"))
         .args(&libs)
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg(format!("-Wl,-rpath,{libdir}"))
         .arg("-o")
         .arg(&c_exe);
     Step::new("install: cc with pkg-config", cc).run()?;
@@ -287,7 +362,12 @@ pub(crate) fn check() -> Result<(), String> {
     ldd.arg(&c_exe);
     let linked = Step::new("install: ldd", ldd).run()?;
     let want = lib.join(soname());
-    if !linked.contains(&want.display().to_string()) {
+    let loaded = linked
+        .lines()
+        .find_map(|l| l.trim().strip_prefix(&format!("{} => ", soname())))
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(|p| canonical(Path::new(p)));
+    if loaded != Some(Ok(canonical(&want)?)) {
         return Err(format!(
             "the C program does not load {}:\n{linked}",
             want.display()
