@@ -225,13 +225,19 @@ fn summary(report: &RunReport) -> String {
     out
 }
 
-/// A failure in the report: its typed fields (`kind`, `operator`,
-/// `host`, ...) as the link carries them, and `text`, the line the CLI
-/// prints (both from `fastio_pipeline::Failure`).
+/// A failure in the report (docs/pipelines.md, "The report as JSON"; its
+/// schema is docs/schemas/run-report.schema.json): its typed fields
+/// (`kind`, `host`, `code`, ...) as the link carries them, and on every
+/// kind `operator` (the operator it names, or null), `what` (the line the
+/// CLI prints for it, after `fastio: `; the report's first interface) and
+/// `text` (the same line).
 fn failure_json(f: &fastio_pipeline::Failure) -> serde_json::Value {
+    let line = f.to_string();
     let mut v = serde_json::to_value(f).unwrap_or_else(|_| json!({}));
     if let Some(o) = v.as_object_mut() {
-        o.insert("text".into(), json!(f.to_string()));
+        o.entry("operator").or_insert_with(|| json!(f.operator()));
+        o.insert("what".into(), json!(line));
+        o.insert("text".into(), json!(line));
     }
     v
 }
@@ -487,6 +493,114 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
                 },
                 code: if report.interrupted { 130 } else { 1 },
             })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use fastio_pipeline::{Failure as RunFailure, Lost};
+    use serde_json::Value;
+
+    use super::failure_json;
+
+    /// A validator of one failure object: the shipped schema's
+    /// `$defs/failure`.
+    fn failure_validator() -> jsonschema::Validator {
+        let text = include_str!("../../../docs/schemas/run-report.schema.json");
+        let mut schema: Value = serde_json::from_str(text).unwrap();
+        schema["$ref"] = "#/$defs/failure".into();
+        let o = schema.as_object_mut().unwrap();
+        for k in ["type", "properties", "required", "additionalProperties"] {
+            o.remove(k);
+        }
+        jsonschema::validator_for(&schema).unwrap()
+    }
+
+    /// Every kind of failure, even those a one-host test cannot make (a
+    /// host gone, a transfer, the link), matches the schema as the report
+    /// writes it, with `operator`, `what` and `text`.
+    #[test]
+    fn every_failure_kind_matches_the_schema() {
+        let host = || Some("b".to_owned());
+        let all = [
+            RunFailure::Exited {
+                operator: "src".into(),
+                host: None,
+                code: 1,
+                frame: Some(300),
+            },
+            RunFailure::Signaled {
+                operator: "mid".into(),
+                host: host(),
+                signal: 9,
+                frame: None,
+            },
+            RunFailure::TimedOut {
+                operator: "slow".into(),
+                host: None,
+            },
+            RunFailure::SpawnFailed {
+                operator: "x".into(),
+                host: None,
+                error: "no such file".into(),
+            },
+            RunFailure::Poisoned {
+                operator: "sink".into(),
+                host: host(),
+                entry: "mid/w".into(),
+                frame: 17,
+            },
+            RunFailure::HostGone {
+                host: "b".into(),
+                lost: Lost::Running {
+                    operator: "mid".into(),
+                },
+            },
+            RunFailure::HostGone {
+                host: "b".into(),
+                lost: Lost::Entry {
+                    operator: "src".into(),
+                    entry: "src/v".into(),
+                },
+            },
+            RunFailure::HostGone {
+                host: "b".into(),
+                lost: Lost::Unfinished {
+                    operator: "mid".into(),
+                },
+            },
+            RunFailure::HostGone {
+                host: "b".into(),
+                lost: Lost::Nothing,
+            },
+            RunFailure::Transfer {
+                entry: "src/v".into(),
+                from: "a".into(),
+                to: vec!["b".into(), "c".into()],
+                error: "a piece with a bad header".into(),
+            },
+            RunFailure::HostFailed {
+                host: "b".into(),
+                error: "context: no room".into(),
+            },
+            RunFailure::LinkClosed,
+            RunFailure::Driver {
+                error: "boom".into(),
+            },
+            RunFailure::Interrupted,
+        ];
+        let v = failure_validator();
+        for f in all {
+            let j = failure_json(&f);
+            let errors: Vec<String> = v.iter_errors(&j).map(|e| e.to_string()).collect();
+            assert!(errors.is_empty(), "{j}: {errors:#?}");
+            assert_eq!(j["what"], f.to_string());
+            assert_eq!(j["text"], j["what"]);
+            assert_eq!(j["operator"].as_str(), f.operator(), "{j}");
+            let mut without_what = j.clone();
+            without_what.as_object_mut().unwrap().remove("what");
+            assert!(!v.is_valid(&without_what), "{without_what}");
         }
     }
 }

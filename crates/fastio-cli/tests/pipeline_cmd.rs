@@ -302,6 +302,8 @@ fn failure_both_ways(file: &std::path::Path, args: &[&str]) -> serde_json::Value
         line.starts_with(failure["text"].as_str().unwrap()),
         "{line}\n{failure}"
     );
+    // `what`, the report's first field, is the same line.
+    assert_eq!(failure["what"], failure["text"], "{failure}");
     // The same failure in the report's operator entry.
     if let Some(op) = failure["operator"].as_str() {
         let o = report["operators"]
@@ -394,6 +396,7 @@ streaming:\n  frames: 100000\n  max-shape:\n    src/v: [4, 64]\n    mid/w: [4, 6
         sink["failure"],
         serde_json::json!({"kind": "poisoned", "operator": "sink", "host": null,
             "entry": "mid/w", "frame": 17,
+            "what": "operator sink stopped: stream mid/w is poisoned from frame 17",
             "text": "operator sink stopped: stream mid/w is poisoned from frame 17"}),
         "{sink}"
     );
