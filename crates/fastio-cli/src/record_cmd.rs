@@ -128,11 +128,22 @@ pub(crate) fn record(args: RecordArgs) -> Result<(), Failure> {
     let Some(file) = &args.info else {
         return live::record(&args);
     };
-    let info = Recording::open(file).and_then(|r| r.info()).map_err(fail)?;
+    let info = Recording::open(file)
+        .and_then(|r| r.info())
+        .map_err(|e| fail(format!("record --info: {e}")))?;
     if args.json {
         println!("{}", info_json(&info));
     } else {
         print!("{}", info_text(&info));
+    }
+    if info.problem_count > 0 {
+        // Listed above; the exit status says it too.
+        return Err(fail(format!(
+            "record --info: {}: damaged: {} problem(s), the first: {}",
+            info.path.display(),
+            info.problem_count,
+            info.problems.first().map_or("", String::as_str)
+        )));
     }
     Ok(())
 }
@@ -159,6 +170,7 @@ fn info_text(info: &Info) -> String {
         info.messages,
         info.channels.len(),
         match &info.cut {
+            _ if info.problem_count > 0 => format!("damaged: {} problem(s)", info.problem_count),
             None if info.complete => "closed well".to_owned(),
             None => "no footer".to_owned(),
             Some(why) => format!("read up to its last complete message ({why})"),
@@ -176,7 +188,7 @@ fn info_text(info: &Info) -> String {
         .unwrap_or(0);
     for c in &info.channels {
         let what = match (c.element, &c.max_shape) {
-            (Some(e), Some(m)) => format!("{} at most {m:?}", e.name()),
+            (Some(e), Some(m)) => format!("{} at most {}", e.name(), shape_text(m)),
             _ => c.schema.clone(),
         };
         let span = c.span_ns.map_or_else(
@@ -197,6 +209,12 @@ fn info_text(info: &Info) -> String {
             c.messages,
             c.bytes
         ));
+        if c.bad_messages > 0 {
+            out.push_str(&format!(
+                "  {:<24} {} bad message(s)\n",
+                c.topic, c.bad_messages
+            ));
+        }
     }
     if !info.counts.is_empty() {
         let pairs: Vec<String> = info
@@ -205,6 +223,15 @@ fn info_text(info: &Info) -> String {
             .map(|(k, v)| format!("{k} {v}"))
             .collect();
         out.push_str(&format!("counts: {}\n", pairs.join(", ")));
+    }
+    for p in &info.problems {
+        out.push_str(&format!("problem: {p}\n"));
+    }
+    if info.problem_count > info.problems.len() as u64 {
+        out.push_str(&format!(
+            "problem: … and {} more\n",
+            info.problem_count - info.problems.len() as u64
+        ));
     }
     out
 }
@@ -219,6 +246,8 @@ fn info_json(info: &Info) -> String {
         "cut": info.cut,
         "run": info.run,
         "counts": info.counts,
+        "problems": info.problems,
+        "problem_count": info.problem_count,
         "channels": info.channels.iter().map(|c| json!({
             "id": c.id,
             "topic": c.topic,
@@ -228,6 +257,8 @@ fn info_json(info: &Info) -> String {
             "element": c.element.map(|e| e.name()),
             "max_shape": c.max_shape,
             "messages": c.messages,
+            "bad_messages": c.bad_messages,
+            "checksum": c.checksum,
             "bytes": c.bytes,
             "first_ns": c.span_ns.map(|s| s.0),
             "last_ns": c.span_ns.map(|s| s.1),
@@ -236,9 +267,73 @@ fn info_json(info: &Info) -> String {
     .to_string()
 }
 
+/// A shape as the docs write it: `[1024, 512]`.
+fn shape_text(shape: &[usize]) -> String {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    format!("[{}]", dims.join(", "))
+}
+
+/// One output of the replaying operator: its name, element type and
+/// largest shape.
+struct ReplayOutput {
+    name: String,
+    element: Option<dtype::Primitive>,
+    max_shape: Vec<usize>,
+}
+
+/// The operator's outputs, each with its largest shape from the run's plan.
+fn replay_outputs(op: &fastio::Operator) -> Vec<ReplayOutput> {
+    let (plan, _) = op.plan();
+    op.outputs()
+        .map(|o| {
+            let element = match o.element_type().kind() {
+                TypeKind::Primitive(p) => Some(*p),
+                _ => None,
+            };
+            let max_shape = plan
+                .entries
+                .iter()
+                .position(|e| e.name == o.name())
+                .and_then(|e| plan.streaming.as_ref()?.max_shapes.get(e).cloned())
+                .unwrap_or_else(|| o.shape().to_vec());
+            ReplayOutput {
+                name: o.name().to_owned(),
+                element,
+                max_shape,
+            }
+        })
+        .collect()
+}
+
+/// Fills `step`'s slot of `output` with `frame`, or says why it cannot
+/// (the caller then abandons the step: nothing of it is published).
+fn fill_slot(
+    step: &fastio::Step,
+    output: &str,
+    frame: &fastio_record::RecordedFrame,
+) -> Result<(), String> {
+    let shape: Vec<usize> = frame.header.shape.iter().map(|&d| d as usize).collect();
+    let mut slot = step.output(output).map_err(|e| format!("replay: {e}"))?;
+    slot.set_shape(&shape)
+        .map_err(|e| format!("replay: frame {}: {e}", frame.header.frame))?;
+    let bytes = slot.bytes_mut().map_err(|e| format!("replay: {e}"))?;
+    if bytes.len() != frame.bytes.len() {
+        return Err(format!(
+            "replay: frame {}: {} bytes recorded, the slot holds {}",
+            frame.header.frame,
+            frame.bytes.len(),
+            bytes.len()
+        ));
+    }
+    bytes.copy_from_slice(&frame.bytes);
+    Ok(())
+}
+
 pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
     let file = args.file.display().to_string();
-    let rec = Recording::open(&args.file).map_err(fail)?;
+    let rec = Recording::open(&args.file).map_err(|e| fail(format!("replay: {e}")))?;
+    // The whole file is read and checked here (every message's checksum,
+    // MCAP's CRCs, every frame's size) before a frame is published.
     let channel = rec
         .stream_channel(args.stream.as_deref())
         .map_err(|e| fail(format!("replay: {e}")))?;
@@ -250,23 +345,13 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
         )));
     }
     let mut op = fastio::Operator::from_env().map_err(|e| fail(format!("replay: {e}")))?;
-    let outputs: Vec<(String, Option<dtype::Primitive>)> = op
-        .outputs()
-        .map(|o| {
-            let element = match o.element_type().kind() {
-                TypeKind::Primitive(p) => Some(*p),
-                _ => None,
-            };
-            (o.name().to_owned(), element)
-        })
-        .collect();
-    let (output, element) = match &args.output {
+    let outputs = replay_outputs(&op);
+    let out = match &args.output {
         Some(n) => outputs
             .iter()
-            .find(|(name, _)| name == n || name.rsplit('/').next() == Some(n.as_str()))
-            .cloned()
+            .find(|o| o.name == *n || o.name.rsplit('/').next() == Some(n.as_str()))
             .ok_or_else(|| fail(format!("replay: this operator has no output {n:?}")))?,
-        None if outputs.len() == 1 => outputs[0].clone(),
+        None if outputs.len() == 1 => &outputs[0],
         None => {
             return Err(fail(format!(
                 "replay: this operator has {} outputs: name one with --output",
@@ -274,15 +359,30 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
             )));
         }
     };
-    if element != channel.element {
+    let recorded_max = channel.max_shape.clone().unwrap_or_default();
+    let fits = recorded_max.len() == out.max_shape.len()
+        && recorded_max.iter().zip(&out.max_shape).all(|(r, o)| r <= o);
+    if out.element != channel.element || !fits {
         return Err(fail(format!(
-            "replay: {file}: stream {} holds {}, output {output} holds {}",
+            "replay: {file}: stream {} holds {} at most {}, output {} holds {} at most {}",
             channel.topic,
             channel.element.map_or("?", |e| e.name()),
-            element.map_or("a non-primitive type", |e| e.name())
+            shape_text(&recorded_max),
+            out.name,
+            out.element.map_or("a non-primitive type", |e| e.name()),
+            shape_text(&out.max_shape)
         )));
     }
-    let mut frames = rec.frames(&channel.topic).map_err(fail)?;
+    if !channel.checksum {
+        eprintln!(
+            "replay: {file}: written before recordings had checksums: its frames are checked \
+             for size and shape only"
+        );
+    }
+    let output = out.name.clone();
+    let mut frames = rec
+        .frames(&channel.topic)
+        .map_err(|e| fail(format!("replay: {e}")))?;
     let mut n = 0u64;
     let mut first: Option<(Instant, u64)> = None;
     let mut steps = op.frames().map_err(|e| fail(format!("replay: {e}")))?;
@@ -290,20 +390,28 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
         let step = step.map_err(|e| fail(format!("replay: {e}")))?;
         let next = match frames.next() {
             None if args.looped && n > 0 => {
-                frames = rec.frames(&channel.topic).map_err(fail)?;
+                frames = rec
+                    .frames(&channel.topic)
+                    .map_err(|e| fail(format!("replay: {e}")))?;
                 first = None;
                 frames.next()
             }
             other => other,
         };
-        let Some(frame) = next else {
-            // The recording is over: this step publishes nothing, and the
-            // stream ends after the frames before (not a failure).
-            drop(step);
-            steps.end();
-            break;
+        let frame = match next {
+            None => {
+                // The recording is over: this step publishes nothing, and
+                // the stream ends after the frames before (not a failure).
+                step.abandon();
+                steps.end();
+                break;
+            }
+            Some(Ok(frame)) => frame,
+            Some(Err(e)) => {
+                step.abandon();
+                return Err(fail(format!("replay: {e}")));
+            }
         };
-        let frame = frame.map_err(|e| fail(format!("replay: {e}")))?;
         if args.pace == Pace::Recorded {
             let t = frame.header.timestamp_ns;
             match first {
@@ -316,22 +424,11 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
                 }
             }
         }
-        let shape: Vec<usize> = frame.header.shape.iter().map(|&d| d as usize).collect();
-        let mut slot = step
-            .output(&output)
-            .map_err(|e| fail(format!("replay: {e}")))?;
-        slot.set_shape(&shape)
-            .map_err(|e| fail(format!("replay: frame {}: {e}", frame.header.frame)))?;
-        let bytes = slot.bytes_mut().map_err(|e| fail(format!("replay: {e}")))?;
-        if bytes.len() != frame.bytes.len() {
-            return Err(fail(format!(
-                "replay: frame {}: {} bytes recorded, the slot holds {}",
-                frame.header.frame,
-                frame.bytes.len(),
-                bytes.len()
-            )));
+        if let Err(e) = fill_slot(&step, &output, &frame) {
+            // A frame that cannot be filled whole is never published.
+            step.abandon();
+            return Err(fail(e));
         }
-        bytes.copy_from_slice(&frame.bytes);
         n += 1;
     }
     println!("replay: {n} frames of {} from {file}", channel.topic);

@@ -275,7 +275,7 @@ streaming:
     // A message's header length made huge, and a frame's bytes cut short
     // inside an otherwise whole file: find the first message of src/v.
     let mut hostile = good.clone();
-    let at = find(&hostile, b"{\"frame\":0,").expect("the first frame's header") - 4;
+    let at = message_start(&hostile, b"\"frame\":0,");
     hostile[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
     cases.push(("huge header", hostile));
     let mut flipped = good.clone();
@@ -333,15 +333,238 @@ streaming:
                 out.contains("read up to its last complete message"),
                 "{out}"
             );
-        } else if !o.status.success() {
+        } else {
+            // Not a recording (empty, junk), or a damaged one: an error,
+            // not "a cut recording with 0 messages".
+            assert!(!o.status.success(), "{name}: {}", text(&o));
             assert_eq!(err.lines().count(), 1, "{name}: {err}");
-            assert!(err.starts_with("fastio: "), "{name}: {err}");
+            assert!(err.starts_with("fastio: record --info: "), "{name}: {err}");
+            if matches!(name, "empty" | "junk") {
+                assert!(err.contains("not an MCAP"), "{name}: {err}");
+                assert!(out.is_empty(), "{name}: {out}");
+            }
         }
     }
 }
 
 fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Where the message whose header holds `marker` starts (its `u32` header
+/// length; the header opens with its checksum).
+fn message_start(hay: &[u8], marker: &[u8]) -> usize {
+    let at = find(hay, marker).expect("the marker");
+    let open = b"{\"crc32\":\"";
+    let header = hay[..at]
+        .windows(open.len())
+        .rposition(|w| w == open)
+        .expect("the header's start");
+    header - 4
+}
+
+/// The source pipeline of the checksum tests: 60 frames of `src/v`
+/// (uint32, `[1 + seq % 16, 64]`), recorded to `good.mcap` in `dir`.
+fn record_good(dir: &Path) -> Vec<u8> {
+    let op = common::example("fio-streamop").display().to_string();
+    let yaml = format!(
+        "api-version: 0.5.0
+name: source
+operators:
+- name: src
+  container: {{image: rust, command: [{op}, source, v]}}
+  output: [{{name: v, {ARR}}}]
+- name: sink
+  container: {{image: rust, command: [{op}, sink, v]}}
+  input: [{{from: src, name: v, {ARR}}}]
+streaming:
+  frames: 60
+  max-shape:
+    src/v: [16, 64]
+"
+    );
+    common::write(dir, "p.yaml", &yaml);
+    let o = fastio(dir, &["run", "p.yaml", "--record", "good.mcap"]);
+    assert!(o.status.success(), "{}", text(&o));
+    std::fs::read(dir.join("good.mcap")).unwrap()
+}
+
+/// `fastio replay FILE` into a sink that checks every word, its output
+/// declared `element` at most `[rows, 64]`; `--report json`'s output.
+fn replay_into_sink(dir: &Path, file: &Path, element: &str, rows: u32) -> Output {
+    let op = common::example("fio-streamop").display().to_string();
+    let fastio_bin = common::fastio();
+    let arr = format!("type: array, element-type: {element}, shape: [-1, 64]");
+    let yaml = format!(
+        "api-version: 0.5.0
+name: replay-check
+operators:
+- name: replay
+  container: {{image: rust, command: [{fastio_bin}, replay, {}, --pace, fast]}}
+  output: [{{name: v, {arr}}}]
+- name: sink
+  container: {{image: rust, command: [{op}, sink, v]}}
+  input: [{{from: replay, name: v, {arr}}}]
+streaming:
+  frames: 100000
+  max-shape:
+    replay/v: [{rows}, 64]
+",
+        file.display()
+    );
+    common::write(dir, "r.yaml", &yaml);
+    fastio(dir, &["run", "r.yaml", "--report", "json"])
+}
+
+/// What the replay published and the sink received, from the report
+/// (`None` where an operator's loop published no statistics).
+fn published_and_received(o: &Output) -> (Option<u64>, Option<u64>) {
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ops = report["operators"].as_array().unwrap();
+    let by = |name: &str| ops.iter().find(|op| op["name"] == name).unwrap();
+    (
+        by("replay")["frames"]["frames_out"][0].as_u64(),
+        by("sink")["frames"]["frames_in"][0].as_u64(),
+    )
+}
+
+/// Issue 50, item 1: a recording whose largest shape or element type does
+/// not fit the replaying output fails before anything is published, with
+/// one line naming both; the sink receives nothing (it would exit 4 on a
+/// frame of stale or zero words).
+#[test]
+fn a_replay_that_does_not_fit_publishes_nothing() {
+    let dir = tmpdir("does-not-fit");
+    record_good(&dir);
+    let file = dir.join("good.mcap");
+    let f = file.display().to_string();
+    for (element, rows, want) in [
+        (
+            "uint32",
+            8,
+            format!(
+                "replay: {f}: stream src/v holds uint32 at most [16, 64], output replay/v holds \
+                 uint32 at most [8, 64]"
+            ),
+        ),
+        (
+            "int32",
+            16,
+            format!(
+                "replay: {f}: stream src/v holds uint32 at most [16, 64], output replay/v holds \
+                 int32 at most [16, 64]"
+            ),
+        ),
+    ] {
+        let o = replay_into_sink(&dir, &file, element, rows);
+        assert!(!o.status.success(), "{}", text(&o));
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        let said: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("[replay] fastio: "))
+            .collect();
+        assert_eq!(said, [format!("[replay] fastio: {want}")], "{}", text(&o));
+        assert!(!stderr.contains("[sink] frame"), "{}", text(&o));
+        let (published, received) = published_and_received(&o);
+        assert!(published.unwrap_or(0) == 0, "{}", text(&o));
+        assert!(received.unwrap_or(0) == 0, "{}", text(&o));
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let sink = report["operators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|op| op["name"] == "sink")
+            .unwrap()
+            .clone();
+        assert_ne!(sink["outcome"], "exit 4", "a wrong word reached the sink");
+    }
+}
+
+/// Issue 50, item 2: seeded random one-bit flips in a real recording (in
+/// frame bytes, in message headers, anywhere in the file): each is refused
+/// by `fastio replay` before it publishes a frame, with one line naming the
+/// file (and, for a message, its stream and number), and listed by `fastio
+/// record --info` (exit 1); or it is harmless: the replay publishes every
+/// frame, each checked word by word by the sink.
+#[test]
+fn flipped_bits_in_a_recording_are_refused_before_anything_is_published() {
+    let dir = tmpdir("flips");
+    let good = record_good(&dir);
+    let first = message_start(&good, b"\"frame\":0,");
+    let last = message_start(&good, b"\"frame\":59,");
+    let mut rng = 0x5eed_f11b_u64;
+    let mut next = move |n: usize| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % n as u64) as usize
+    };
+    let mut detected = 0;
+    for round in 0..12 {
+        let at = match round % 3 {
+            // Among the frame messages (bytes, headers, MCAP's records).
+            0 => first + next(last - first),
+            // In a message's header: its JSON.
+            1 => message_start(&good, format!("\"frame\":{},", next(60)).as_bytes()) + 4 + next(40),
+            // Anywhere: MCAP's records, metadata, schemas, channels.
+            _ => next(good.len()),
+        };
+        let mut bytes = good.clone();
+        bytes[at] ^= 1 << next(8);
+        let file = dir.join(format!("flip-{round}.mcap"));
+        std::fs::write(&file, &bytes).unwrap();
+        let o = replay_into_sink(&dir, &file, "uint32", 16);
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(!stderr.contains("panicked"), "{}", text(&o));
+        let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let sink = report["operators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|op| op["name"] == "sink")
+            .unwrap()
+            .clone();
+        assert_ne!(
+            sink["outcome"], "exit 4",
+            "flip at {at}: a wrong word reached the sink"
+        );
+        let info = fastio(&dir, &["record", "--info", &file.display().to_string()]);
+        if o.status.success() {
+            // Harmless: every frame published and checked.
+            let (published, received) = published_and_received(&o);
+            assert_eq!((published, received), (Some(60), Some(60)), "flip at {at}");
+            assert!(info.status.success(), "flip at {at}: {}", text(&info));
+            continue;
+        }
+        detected += 1;
+        let said: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("[replay] fastio: "))
+            .collect();
+        assert_eq!(said.len(), 1, "flip at {at}: {}", text(&o));
+        assert!(said[0].contains(&file.display().to_string()), "{}", said[0]);
+        if round % 3 == 1 {
+            assert!(
+                said[0].contains("src/v, message ")
+                    && said[0].contains(" of the channel (")
+                    && said[0].contains(" of the file)"),
+                "flip at {at} in a message: {}",
+                said[0]
+            );
+        }
+        let (published, received) = published_and_received(&o);
+        assert_eq!(published.unwrap_or(0), 0, "flip at {at}: {}", text(&o));
+        assert_eq!(received.unwrap_or(0), 0, "flip at {at}: {}", text(&o));
+        assert!(!info.status.success(), "flip at {at}: {}", text(&info));
+        let out = String::from_utf8_lossy(&info.stdout);
+        assert!(
+            out.contains("problem: ") || !out.contains("closed well"),
+            "flip at {at}: {out}"
+        );
+    }
+    // Among the frame messages, every flip matters (a flip in an unused
+    // field would be harmless, and MCAP's data CRC catches even those).
+    assert!(detected >= 8, "{detected} of 12 flips detected");
 }
 
 /// `fastio record` attached to a running run, SIGKILLed at a seeded
@@ -577,6 +800,21 @@ operators:
         text(&o)
     );
     assert!(out.contains("[total] sum 15"), "{}", text(&o));
+
+    // The pipeline says a shape the recording does not have: shapes as
+    // the docs write them, `?` for a dynamic dimension.
+    common::write(
+        &dir,
+        "shape.yaml",
+        &pipeline("[false]", "float32").replace("shape: [2, -1]", "shape: [3, -1]"),
+    );
+    let o = fastio(&dir, &["run", "shape.yaml", "--replay", "entries.mcap"]);
+    assert!(!o.status.success(), "{}", text(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("entry make/v: recorded with shape [2, 3], the pipeline declares [3, ?]"),
+        "{err}"
+    );
 
     // The pipeline says int32 where the recording has float32.
     common::write(&dir, "wrong.yaml", &pipeline("[false]", "int32"));

@@ -222,8 +222,8 @@ impl LocalDriver {
                 .all(|(d, want)| want.is_none_or(|w| w == *d));
         if !fits {
             return Err(format!(
-                "recorded with shape {shape:?}, the pipeline declares {:?}",
-                entry.shape
+                "recorded with shape {shape:?}, the pipeline declares {}",
+                entry.shape_text()
             ));
         }
         let bytes = shape

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import zlib
 
 import numpy as np
 import pytest
@@ -711,9 +712,15 @@ streaming:
             n = int.from_bytes(message.data[:4], "little")
             h = json.loads(message.data[4:4 + n])
             payload = message.data[4 + n:]
-            a = np.frombuffer(payload, dtype=channel.metadata["fastio.element"]).reshape(h["shape"])
+            # The checksum, as docs/recording.md says to check it: CRC-32
+            # of the topic and the message with its 8 digits as zeros.
+            assert channel.metadata["fastio.checksum"] == "crc32"
+            assert message.data[4:15] == b'{"crc32":"'
+            zeroed = message.data[:15] + b"00000000" + message.data[23:]
             seq = h["frame"]
-            assert message.sequence == seq and h["source_frame"] == seq
+            assert h["crc32"] == f"{zlib.crc32(channel.topic.encode() + zeroed):08x}", seq
+            a = np.frombuffer(payload, dtype=channel.metadata["fastio.element"]).reshape(h["shape"])
+            assert message.sequence == h["frame"] and h["source_frame"] == h["frame"]
             if channel.topic == "src/v":
                 # fio-streamop's frames: rows 1 + seq % 16, word i the rule.
                 assert a.shape == (1 + seq % 16, 64)

@@ -31,6 +31,20 @@ pub enum Error {
         /// What is wrong, and where.
         what: String,
     },
+    /// One of MCAP's own CRCs (of the data section, or of the summary)
+    /// does not match the bytes read: the file changed after it was
+    /// written.
+    #[error("{path}: {}", crc_text(section, *stored, *computed))]
+    Crc {
+        /// The file.
+        path: PathBuf,
+        /// `data section` or `summary`.
+        section: &'static str,
+        /// The CRC the file holds.
+        stored: u32,
+        /// The CRC of the bytes read.
+        computed: u32,
+    },
     /// The file ends inside a record: a recorder stopped before closing
     /// it. Every message before is readable.
     #[error(
@@ -57,6 +71,14 @@ pub enum Error {
         /// The channels the file has.
         known: String,
     },
+}
+
+/// What [`Error::Crc`] says after the file's name.
+pub(crate) fn crc_text(section: &str, stored: u32, computed: u32) -> String {
+    format!(
+        "the MCAP {section}'s CRC does not match (stored {stored:08x}, computed {computed:08x}): \
+         its bytes changed after it was written"
+    )
 }
 
 /// `Result` with [`Error`].

@@ -29,6 +29,9 @@ pub const MAX_DIMS: usize = 32;
 pub(crate) mod meta {
     /// `stream`, `image` or `entries`.
     pub const KIND: &str = "fastio.kind";
+    /// `crc32` on a channel whose every message carries its checksum
+    /// ([`super::CHECKSUM_KEY`]); absent in files from before checksums.
+    pub const CHECKSUM: &str = "fastio.checksum";
     /// The stream an image channel shows.
     pub const STREAM: &str = "fastio.stream";
     /// The element type of a stream (a primitive name: `float32`).
@@ -68,7 +71,9 @@ pub struct EntryHeader {
 }
 
 /// The bytes a message starts with: the header's length (`u32` LE) and
-/// the header as JSON; the payload follows.
+/// the header as JSON; the payload follows. No checksum: a message written
+/// this way is one of a file from before checksums ([`encode_message`]
+/// writes today's).
 pub fn encode_header<H: Serialize>(header: &H) -> Vec<u8> {
     let json = serde_json::to_vec(header).unwrap_or_default();
     let mut out = Vec::with_capacity(4 + json.len());
@@ -77,8 +82,114 @@ pub fn encode_header<H: Serialize>(header: &H) -> Vec<u8> {
     out
 }
 
+/// The name of the header member that holds a message's checksum.
+pub const CHECKSUM_KEY: &str = "crc32";
+/// A message's header starts with these bytes when it carries a checksum:
+/// the checksum is the first member, 8 lowercase hex digits.
+const SEALED_PREFIX: &[u8] = b"{\"crc32\":\"";
+/// Where the checksum's 8 hex digits stand in a message.
+const CHECKSUM_AT: std::ops::Range<usize> = 4 + SEALED_PREFIX.len()..4 + SEALED_PREFIX.len() + 8;
+
+/// A whole message of channel `topic`, sealed with its checksum: the
+/// header's length (`u32` LE), the header as JSON with the member
+/// `"crc32": "xxxxxxxx"` first, then `payload`. The checksum is the CRC-32
+/// (IEEE, as zlib's and MCAP's) of the topic's UTF-8 bytes followed by the
+/// whole message with the checksum's 8 digits written as `00000000`: it
+/// covers the header's every field, the payload, and which channel the
+/// message belongs to.
+pub fn encode_message<H: Serialize>(topic: &str, header: &H, payload: &[u8]) -> Vec<u8> {
+    let mut json = SEALED_PREFIX.to_vec();
+    json.extend_from_slice(b"00000000\"");
+    let rest = serde_json::to_vec(header).unwrap_or_default();
+    match rest.as_slice() {
+        // `{...}`: its members follow ours.
+        [b'{', b'}'] => json.push(b'}'),
+        [b'{', members @ ..] => {
+            json.push(b',');
+            json.extend_from_slice(members);
+        }
+        _ => json.push(b'}'),
+    }
+    let mut out = Vec::with_capacity(4 + json.len() + payload.len());
+    out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+    out.extend_from_slice(&json);
+    out.extend_from_slice(payload);
+    let crc = checksum(topic, &out);
+    out[CHECKSUM_AT].copy_from_slice(format!("{crc:08x}").as_bytes());
+    out
+}
+
+/// The CRC-32 of `topic` and `message` with its checksum digits read as
+/// `00000000` (`message` is at least [`CHECKSUM_AT`] long).
+fn checksum(topic: &str, message: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(topic.as_bytes());
+    h.update(&message[..CHECKSUM_AT.start]);
+    h.update(b"00000000");
+    h.update(&message[CHECKSUM_AT.end..]);
+    h.finalize()
+}
+
+/// Whether a message carried a checksum ([`check_message`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checksum {
+    /// It carried one and it matches.
+    Verified,
+    /// It carried none: a message of a file written before checksums.
+    Absent,
+}
+
+/// Checks the checksum of a message of channel `topic`: `Verified`, or
+/// `Absent` when its header has no [`CHECKSUM_KEY`] member (a file from
+/// before checksums), or what does not match.
+pub fn check_message(topic: &str, data: &[u8]) -> Result<Checksum, String> {
+    let header = data.get(4..).unwrap_or_default();
+    let declared = find_member(header, CHECKSUM_KEY.as_bytes());
+    if !header.starts_with(SEALED_PREFIX) {
+        return if declared {
+            Err("its checksum is not the header's first member".into())
+        } else {
+            Ok(Checksum::Absent)
+        };
+    }
+    let Some(stored) = data.get(CHECKSUM_AT) else {
+        return Err("a message too short for its checksum".into());
+    };
+    let stored_ok = stored
+        .iter()
+        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b));
+    if !stored_ok || data.get(CHECKSUM_AT.end) != Some(&b'"') {
+        return Err(format!(
+            "checksum {:?} is not 8 lowercase hex digits",
+            String::from_utf8_lossy(stored)
+        ));
+    }
+    let computed = checksum(topic, data);
+    let stored = std::str::from_utf8(stored).unwrap_or_default();
+    if stored != format!("{computed:08x}") {
+        return Err(format!(
+            "checksum mismatch (stored {stored}, computed {computed:08x}): its bytes changed after it was written"
+        ));
+    }
+    Ok(Checksum::Verified)
+}
+
+/// Whether the bytes hold `"key"` (a header member of that name, or that
+/// text in a string).
+fn find_member(haystack: &[u8], key: &[u8]) -> bool {
+    let mut quoted = Vec::with_capacity(key.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(key);
+    quoted.push(b'"');
+    haystack
+        .windows(quoted.len())
+        .any(|w| w == quoted.as_slice())
+}
+
 /// Splits a message into its header and payload, checking the header's
-/// length against the message and [`MAX_HEADER_BYTES`].
+/// length against the message and [`MAX_HEADER_BYTES`]. The checksum
+/// member, if there is one, is passed over here: [`check_message`] checks
+/// it.
 pub fn decode_message<'a, H: for<'de> Deserialize<'de>>(
     data: &'a [u8],
 ) -> Result<(H, &'a [u8]), String> {
@@ -93,7 +204,11 @@ pub fn decode_message<'a, H: for<'de> Deserialize<'de>>(
         ));
     }
     let (json, payload) = rest.split_at(len);
-    let header = serde_json::from_slice(json).map_err(|e| format!("header: {e}"))?;
+    let mut members: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(json).map_err(|e| format!("header: {e}"))?;
+    members.remove(CHECKSUM_KEY);
+    let header = serde_json::from_value(serde_json::Value::Object(members))
+        .map_err(|e| format!("header: {e}"))?;
     Ok((header, payload))
 }
 

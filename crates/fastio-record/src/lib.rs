@@ -10,7 +10,8 @@
 //!   schema [`FRAME_SCHEMA`], message encoding [`ENCODING`]; each message is
 //!   one frame: a little-endian `u32` header length `H`, `H` bytes of JSON
 //!   ([`FrameHeader`]: frame number, source frame number, source timestamp,
-//!   shape), then the frame's bytes in C order. The element type and the
+//!   shape, and first a checksum, `crc32`, over the topic, the header and
+//!   the payload), then the frame's bytes in C order. The element type and the
 //!   largest shape are in the channel's metadata (`fastio.element`,
 //!   `fastio.max_shape`), so a reader in any language rebuilds the array
 //!   from the message alone;
@@ -29,8 +30,11 @@
 //! killed mid-run leaves a file that any MCAP reader reads up to its last
 //! complete message (only the summary is missing). [`Recording`] reads a
 //! file with every size checked against the file and the channel's
-//! element type: a truncated, bit-flipped or hostile file is an
-//! [`Error`], never a panic or an allocation beyond the file's length.
+//! element type, every message against its checksum and MCAP's data and
+//! summary CRCs where the file has them: a truncated, bit-flipped or
+//! hostile file is an [`Error`] (or, in [`Info::problems`], a listed
+//! problem), never a panic, a frame given out with bytes other than those
+//! written, or an allocation beyond the file's length.
 //! `docs/recording.md` has the layout for readers of other languages.
 
 #![forbid(unsafe_code)]
@@ -44,9 +48,9 @@ mod write;
 
 pub use error::{Error, Result};
 pub use format::{
-    ENCODING, ENTRIES_TOPIC, ENTRY_SCHEMA, EntryHeader, FRAME_SCHEMA, FrameHeader, IMAGE_SCHEMA,
-    MAX_DIMS, MAX_HEADER_BYTES, METADATA_COUNTS, METADATA_RUN, PROFILE, decode_message,
-    encode_header,
+    CHECKSUM_KEY, Checksum, ENCODING, ENTRIES_TOPIC, ENTRY_SCHEMA, EntryHeader, FRAME_SCHEMA,
+    FrameHeader, IMAGE_SCHEMA, MAX_DIMS, MAX_HEADER_BYTES, METADATA_COUNTS, METADATA_RUN, PROFILE,
+    check_message, decode_message, encode_header, encode_message,
 };
 pub use image::image_encoding;
 pub use read::{ChannelInfo, ChannelKind, Info, RecordedEntry, RecordedFrame, Recording};

@@ -16,8 +16,8 @@ use mcap::sans_io::linear_reader::{LinearReadEvent, LinearReader, LinearReaderOp
 
 use crate::error::{Error, Result};
 use crate::format::{
-    ENCODING, ENTRY_SCHEMA, EntryHeader, FRAME_SCHEMA, FrameHeader, METADATA_COUNTS, METADATA_RUN,
-    array_bytes, decode_message, meta,
+    CHECKSUM_KEY, Checksum, ENCODING, ENTRY_SCHEMA, EntryHeader, FRAME_SCHEMA, FrameHeader,
+    METADATA_COUNTS, METADATA_RUN, array_bytes, check_message, decode_message, meta,
 };
 
 /// A recording on disk (or in memory, [`Recording::from_bytes`]).
@@ -58,8 +58,14 @@ pub struct ChannelInfo {
     pub element: Option<Primitive>,
     /// The largest shape of a stream's frames.
     pub max_shape: Option<Vec<usize>>,
+    /// Its channel says every message carries a checksum (files written
+    /// before checksums do not).
+    pub checksum: bool,
     /// Messages read.
     pub messages: u64,
+    /// Messages whose checksum, header or size does not hold (counted in
+    /// `messages` too).
+    pub bad_messages: u64,
     /// Bytes of those messages.
     pub bytes: u64,
     /// The first and last message's log time (ns since the Unix epoch).
@@ -88,6 +94,25 @@ pub struct Info {
     pub run: BTreeMap<String, String>,
     /// The counts written at the end ([`METADATA_COUNTS`]).
     pub counts: BTreeMap<String, String>,
+    /// What does not hold in the file, at most [`Info::MAX_PROBLEMS`] of
+    /// them (a message whose checksum does not match, a frame whose size
+    /// does not add up, MCAP's own data or summary CRC): a file with any
+    /// is not replayed.
+    pub problems: Vec<String>,
+    /// Problems found in all (`problems` keeps the first few).
+    pub problem_count: u64,
+}
+
+impl Info {
+    /// The most problems [`Info::problems`] keeps.
+    pub const MAX_PROBLEMS: usize = 10;
+
+    fn problem(&mut self, what: String) {
+        self.problem_count += 1;
+        if self.problems.len() < Self::MAX_PROBLEMS {
+            self.problems.push(what);
+        }
+    }
 }
 
 /// One recorded frame.
@@ -122,7 +147,9 @@ struct ChannelRec {
 /// A message record's header.
 struct MessageHeader {
     channel_id: u16,
+    sequence: u32,
     log_time: u64,
+    publish_time: u64,
 }
 
 /// A metadata record.
@@ -227,13 +254,15 @@ fn parse(opcode: u8, data: &[u8]) -> Result<Rec, String> {
         }),
         op::MESSAGE => {
             let channel_id = f.u16("channel id")?;
-            let _sequence = f.u32("sequence")?;
+            let sequence = f.u32("sequence")?;
             let log_time = f.u64("log time")?;
-            let _publish_time = f.u64("publish time")?;
+            let publish_time = f.u64("publish time")?;
             Rec::Message {
                 header: MessageHeader {
                     channel_id,
+                    sequence,
                     log_time,
+                    publish_time,
                 },
                 data: f.0.to_vec(),
             }
@@ -338,6 +367,23 @@ impl Records {
                     "a record (opcode {opcode:#04x}) of {len} bytes runs past the end of the file"
                 ),
             },
+            McapError::BadMagic => Error::Invalid {
+                path: self.path.clone(),
+                what: "not an MCAP recording: it does not start (or end) with MCAP's magic bytes"
+                    .into(),
+            },
+            McapError::BadDataCrc { saved, calculated } => Error::Crc {
+                path: self.path.clone(),
+                section: "data section",
+                stored: saved,
+                computed: calculated,
+            },
+            McapError::BadSummaryCrc { saved, calculated } => Error::Crc {
+                path: self.path.clone(),
+                section: "summary",
+                stored: saved,
+                computed: calculated,
+            },
             other => Error::Invalid {
                 path: self.path.clone(),
                 what: format!("after {} messages: {other}", self.messages),
@@ -354,6 +400,41 @@ struct Channels {
 }
 
 impl Channels {
+    /// Counts a message (the `at`-th of the file) on its channel and
+    /// checks it: a message of a channel never declared, a fastio message
+    /// whose checksum or record fields do not hold ([`check_message_of`]), a
+    /// frame whose size does not add up, an image message that is not JSON.
+    /// The error names the channel, the message's number in it and in the
+    /// file (both counted from 1).
+    fn check(&mut self, rec: &MessageHeader, data: &[u8], at: u64) -> Result<(), String> {
+        let Some(c) = self.channels.get_mut(&rec.channel_id) else {
+            return Err(format!(
+                "message {at} of the file: its channel id {} was never declared",
+                rec.channel_id
+            ));
+        };
+        c.messages += 1;
+        let checked = match c.kind {
+            ChannelKind::Stream => {
+                check_message_of(c, rec, data).and_then(|()| check_frame(c, data).map(|_| ()))
+            }
+            ChannelKind::Entries => check_message_of(c, rec, data),
+            // Foxglove's JSON: a fastio message moved here starts with its
+            // header's length, never with `{"`.
+            ChannelKind::Image if !data.starts_with(b"{\"") => {
+                Err("an image message that is not JSON".into())
+            }
+            ChannelKind::Image | ChannelKind::Other => Ok(()),
+        };
+        checked.map_err(|what| {
+            c.bad_messages += 1;
+            format!(
+                "{}, message {} of the channel ({at} of the file): {what}",
+                c.topic, c.messages
+            )
+        })
+    }
+
     /// Takes note of a schema or channel record; a channel whose fastio
     /// metadata does not parse is an error.
     fn note(&mut self, rec: &Rec, path: &Path) -> Result<()> {
@@ -391,6 +472,8 @@ impl Channels {
                 } else {
                     (None, None)
                 };
+                let checksum =
+                    c.metadata.get(meta::CHECKSUM).map(String::as_str) == Some(CHECKSUM_KEY);
                 // The summary repeats the channels: the first one counts.
                 if self.channels.contains_key(&c.id) {
                     return Ok(());
@@ -405,7 +488,9 @@ impl Channels {
                         encoding: c.message_encoding.clone(),
                         element,
                         max_shape,
+                        checksum,
                         messages: 0,
+                        bad_messages: 0,
                         bytes: 0,
                         span_ns: None,
                     },
@@ -452,6 +537,29 @@ impl Recording {
         &self.path
     }
 
+    /// Whether the file ends with MCAP's magic (a writer closed it).
+    fn ends_with_magic(&self) -> bool {
+        const MAGIC: &[u8] = b"\x89MCAP0\r\n";
+        if self.len < 2 * MAGIC.len() as u64 {
+            return false;
+        }
+        let mut tail = [0u8; 8];
+        match &self.bytes {
+            Some(b) => tail.copy_from_slice(&b[b.len() - 8..]),
+            None => {
+                use std::io::{Seek, SeekFrom};
+                let read = File::open(&self.path).and_then(|mut f| {
+                    f.seek(SeekFrom::End(-8))?;
+                    f.read_exact(&mut tail)
+                });
+                if read.is_err() {
+                    return false;
+                }
+            }
+        }
+        tail == MAGIC
+    }
+
     fn records(&self) -> Result<Records> {
         let file: Box<dyn Read> = match &self.bytes {
             Some(b) => Box::new(std::io::Cursor::new(b.clone())),
@@ -464,7 +572,10 @@ impl Recording {
         // refused before anything is allocated for it.
         let limit = usize::try_from(self.len).unwrap_or(usize::MAX).max(64);
         let reader = LinearReader::new_with_options(
-            LinearReaderOptions::default().with_record_length_limit(limit),
+            LinearReaderOptions::default()
+                .with_record_length_limit(limit)
+                .with_validate_data_section_crc(true)
+                .with_validate_summary_section_crc(true),
         );
         Ok(Records {
             path: self.path.clone(),
@@ -492,23 +603,71 @@ impl Recording {
             cut: None,
             run: BTreeMap::new(),
             counts: BTreeMap::new(),
+            problems: Vec::new(),
+            problem_count: 0,
         };
+        let mut header_seen = false;
         while let Some(rec) = records.next() {
             let rec = match rec {
+                // Not even a header record after the magic: no recording
+                // (an empty file, or garbage), not a cut one.
+                Err(Error::Truncated { reason, .. }) if !header_seen => {
+                    return Err(Error::Invalid {
+                        path: self.path.clone(),
+                        what: format!("not an MCAP recording: no header record ({reason})"),
+                    });
+                }
                 Ok(r) => r,
+                // A file that ends with MCAP's closing magic was closed
+                // well: a record that runs past its end is a damaged
+                // length field, not a recorder killed mid-record.
+                Err(e @ Error::Truncated { .. }) if self.ends_with_magic() => {
+                    info.problem(format!(
+                        "after {} messages: a record's length does not hold in a file that \
+                         was closed well ({})",
+                        info.messages,
+                        match &e {
+                            Error::Truncated { reason, .. } => reason.as_str(),
+                            _ => "",
+                        }
+                    ));
+                    break;
+                }
                 Err(e @ Error::Truncated { .. }) => {
                     info.cut = Some(e.to_string());
                     break;
                 }
+                // MCAP's own CRCs, checked at the end of each section: the
+                // messages before were each checked on their own.
+                Err(Error::Crc {
+                    section,
+                    stored,
+                    computed,
+                    ..
+                }) if header_seen => {
+                    info.problem(crate::error::crc_text(section, stored, computed));
+                    break;
+                }
                 Err(e) => return Err(e),
             };
+            if !header_seen && !matches!(rec, Rec::Header(_)) {
+                return Err(Error::Invalid {
+                    path: self.path.clone(),
+                    what: "not an MCAP recording: the first record is not a header".into(),
+                });
+            }
             channels.note(&rec, &self.path)?;
             match rec {
-                Rec::Header(profile) => info.profile = profile,
+                Rec::Header(profile) => {
+                    header_seen = true;
+                    info.profile = profile;
+                }
                 Rec::Message { header, data } => {
                     info.messages += 1;
+                    if let Err(what) = channels.check(&header, &data, records.messages) {
+                        info.problem(what);
+                    }
                     if let Some(c) = channels.channels.get_mut(&header.channel_id) {
-                        c.messages += 1;
                         c.bytes += data.len() as u64;
                         let t = header.log_time;
                         c.span_ns = Some(c.span_ns.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
@@ -521,6 +680,26 @@ impl Recording {
             }
         }
         info.channels = channels.channels.into_values().collect();
+        Ok(info)
+    }
+
+    /// [`Recording::info`], an error when anything in the file does not
+    /// hold ([`Info::problems`]): what replay reads before it publishes a
+    /// frame, so that nothing of a damaged file is published. A file cut
+    /// off by a killed recorder is not damaged: its messages before the cut
+    /// each checked.
+    pub fn verified_info(&self) -> Result<Info> {
+        let info = self.info()?;
+        if let Some(first) = info.problems.first() {
+            let more = match info.problem_count {
+                1 => String::new(),
+                n => format!(" ({n} problems in all; `fastio record --info` lists them)"),
+            };
+            return Err(Error::Invalid {
+                path: self.path.clone(),
+                what: format!("{first}{more}"),
+            });
+        }
         Ok(info)
     }
 
@@ -564,19 +743,34 @@ impl Recording {
                         }
                         id = Some(c.id);
                     }
-                    Rec::Message { header, data } if Some(header.channel_id) == id => {
+                    // Every message is checked, not only the stream's: one
+                    // that a flip moved to another channel is missed there.
+                    Rec::Message { header, data } => {
+                        if let Err(what) = channels.check(&header, &data, records.messages) {
+                            failed = true;
+                            return Some(Err(Error::Invalid {
+                                path: path.clone(),
+                                what,
+                            }));
+                        }
+                        if Some(header.channel_id) != id {
+                            continue;
+                        }
                         let c = &channels.channels[&header.channel_id];
-                        let checked = check_frame(c, &data).map(|(h, at)| RecordedFrame {
+                        let (h, at) = match check_frame(c, &data) {
+                            Ok(found) => found,
+                            Err(what) => {
+                                failed = true;
+                                return Some(Err(Error::Invalid {
+                                    path: path.clone(),
+                                    what,
+                                }));
+                            }
+                        };
+                        return Some(Ok(RecordedFrame {
                             header: h,
                             log_time: header.log_time,
                             bytes: data[at..].to_vec(),
-                        });
-                        return Some(checked.map_err(|what| {
-                            failed = true;
-                            Error::Invalid {
-                                path: path.clone(),
-                                what: format!("{topic}, message {}: {what}", records.messages),
-                            }
                         }));
                     }
                     _ => {}
@@ -593,14 +787,22 @@ impl Recording {
         while let Some(rec) = records.next() {
             let rec = rec?;
             channels.note(&rec, &self.path)?;
-            if let Rec::Message { header, data } = rec
-                && channels.channels.get(&header.channel_id).map(|c| c.kind)
-                    == Some(ChannelKind::Entries)
+            let Rec::Message { header, data } = rec else {
+                continue;
+            };
+            channels
+                .check(&header, &data, records.messages)
+                .map_err(|what| Error::Invalid {
+                    path: self.path.clone(),
+                    what,
+                })?;
+            if channels.channels.get(&header.channel_id).map(|c| c.kind)
+                == Some(ChannelKind::Entries)
             {
                 let (h, payload) =
                     decode_message::<EntryHeader>(&data).map_err(|what| Error::Invalid {
                         path: self.path.clone(),
-                        what: format!("entry message {}: {what}", records.messages),
+                        what: format!("entry message ({} of the file): {what}", records.messages),
                     })?;
                 out.push(RecordedEntry {
                     header: h,
@@ -613,7 +815,7 @@ impl Recording {
 
     /// The stream channel to replay: `topic`, or the only stream there is.
     pub fn stream_channel(&self, topic: Option<&str>) -> Result<ChannelInfo> {
-        let info = self.info()?;
+        let info = self.verified_info()?;
         let streams: Vec<&ChannelInfo> = info
             .channels
             .iter()
@@ -647,6 +849,44 @@ impl Recording {
             }),
         }
     }
+}
+
+/// Checks a message of a fastio channel (stream or entries) against its
+/// checksum, and the record's own fields the writer sets from the header
+/// (a frame's `sequence` is its number, truncated; `publish_time` its
+/// timestamp; an entry's `publish_time` its `recorded_ns`). A message of
+/// another tool's channel is not checked here.
+fn check_message_of(c: &ChannelInfo, rec: &MessageHeader, data: &[u8]) -> Result<(), String> {
+    if !matches!(c.kind, ChannelKind::Stream | ChannelKind::Entries) {
+        return Ok(());
+    }
+    match check_message(&c.topic, data)? {
+        Checksum::Verified => {}
+        Checksum::Absent if c.checksum => {
+            return Err("no checksum, where its channel says every message has one".into());
+        }
+        // A file from before checksums: read as it was then.
+        Checksum::Absent => return Ok(()),
+    }
+    if c.kind == ChannelKind::Stream {
+        let (h, _) = decode_message::<FrameHeader>(data)?;
+        if rec.sequence != h.frame as u32 || rec.publish_time != h.timestamp_ns {
+            return Err(format!(
+                "its record says sequence {} and publish time {}, its header frame {} and \
+                 timestamp {}",
+                rec.sequence, rec.publish_time, h.frame, h.timestamp_ns
+            ));
+        }
+    } else {
+        let (h, _) = decode_message::<EntryHeader>(data)?;
+        if rec.publish_time != h.recorded_ns {
+            return Err(format!(
+                "its record says publish time {}, its header recorded_ns {}",
+                rec.publish_time, h.recorded_ns
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// A frame message of channel `c`: its header and where its bytes start,

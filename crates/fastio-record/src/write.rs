@@ -11,8 +11,8 @@ use mcap::records::{MessageHeader, Metadata};
 
 use crate::error::{Error, Result};
 use crate::format::{
-    ENCODING, ENTRIES_TOPIC, ENTRY_SCHEMA, EntryHeader, FRAME_SCHEMA, FrameHeader, IMAGE_SCHEMA,
-    METADATA_COUNTS, METADATA_RUN, PROFILE, encode_header, meta,
+    CHECKSUM_KEY, ENCODING, ENTRIES_TOPIC, ENTRY_SCHEMA, EntryHeader, FRAME_SCHEMA, FrameHeader,
+    IMAGE_SCHEMA, METADATA_COUNTS, METADATA_RUN, PROFILE, encode_message, meta,
 };
 use crate::image::{RAW_IMAGE_JSON_SCHEMA, image_encoding, raw_image};
 
@@ -141,6 +141,7 @@ impl<W: Write + Seek> Recorder<W> {
     ) -> Result<StreamId> {
         let metadata = BTreeMap::from([
             (meta::KIND.to_owned(), "stream".to_owned()),
+            (meta::CHECKSUM.to_owned(), CHECKSUM_KEY.to_owned()),
             (meta::ELEMENT.to_owned(), element.name().to_owned()),
             (
                 meta::MAX_SHAPE.to_owned(),
@@ -208,8 +209,7 @@ impl<W: Write + Seek> Recorder<W> {
             let s = self.stream(id)?;
             (s.channel, s.image, s.name.clone())
         };
-        let mut data = encode_header(header);
-        data.extend_from_slice(bytes);
+        let data = encode_message(&name, header, bytes);
         let log_time = now_ns();
         let sequence = header.frame as u32;
         self.writer
@@ -258,7 +258,10 @@ impl<W: Write + Seek> Recorder<W> {
                     .writer
                     .add_schema(ENTRY_SCHEMA, ENCODING, ENTRY_SCHEMA_TEXT.as_bytes())
                     .map_err(self.mcap())?;
-                let metadata = BTreeMap::from([(meta::KIND.to_owned(), "entries".to_owned())]);
+                let metadata = BTreeMap::from([
+                    (meta::KIND.to_owned(), "entries".to_owned()),
+                    (meta::CHECKSUM.to_owned(), CHECKSUM_KEY.to_owned()),
+                ]);
                 let c = self
                     .writer
                     .add_channel(schema, ENTRIES_TOPIC, ENCODING, &metadata)
@@ -266,8 +269,7 @@ impl<W: Write + Seek> Recorder<W> {
                 (c, 0)
             }
         };
-        let mut data = encode_header(header);
-        data.extend_from_slice(bytes);
+        let data = encode_message(ENTRIES_TOPIC, header, bytes);
         self.writer
             .write_to_known_channel(
                 &MessageHeader {
@@ -314,12 +316,13 @@ const FRAME_SCHEMA_TEXT: &str = r#"{
   "header": {
     "type": "object",
     "properties": {
+      "crc32": {"type": "string", "description": "first member: 8 lowercase hex digits, the CRC-32 (IEEE) of the topic's UTF-8 bytes followed by the whole message with these 8 digits written as 00000000"},
       "frame": {"type": "integer", "description": "its number in the stream"},
       "source_frame": {"type": "integer", "description": "the source frame it derives from"},
       "timestamp_ns": {"type": "integer", "description": "when the source frame was taken, ns since the Unix epoch"},
       "shape": {"type": "array", "items": {"type": "integer"}}
     },
-    "required": ["frame", "source_frame", "timestamp_ns", "shape"]
+    "required": ["crc32", "frame", "source_frame", "timestamp_ns", "shape"]
   }
 }"#;
 
@@ -329,12 +332,13 @@ const ENTRY_SCHEMA_TEXT: &str = r#"{
   "header": {
     "type": "object",
     "properties": {
+      "crc32": {"type": "string", "description": "first member: 8 lowercase hex digits, the CRC-32 (IEEE) of the topic's UTF-8 bytes followed by the whole message with these 8 digits written as 00000000"},
       "entry": {"type": "string", "description": "<operator>/<output>"},
       "operator": {"type": "string"},
       "element_type": {"type": "string", "description": "datashape text"},
       "shape": {"type": "array", "items": {"type": "integer"}},
       "recorded_ns": {"type": "integer"}
     },
-    "required": ["entry", "operator", "element_type", "shape", "recorded_ns"]
+    "required": ["crc32", "entry", "operator", "element_type", "shape", "recorded_ns"]
   }
 }"#;

@@ -86,6 +86,17 @@ impl EntryPlan {
         self.kind != EntryKind::String && self.shape.iter().all(Option::is_some)
     }
 
+    /// The declared shape as the docs write it: `[1024, 512]`, `?` for a
+    /// dynamic dimension (`[?, 512]`).
+    pub fn shape_text(&self) -> String {
+        let dims: Vec<String> = self
+            .shape
+            .iter()
+            .map(|d| d.map_or_else(|| "?".to_owned(), |d| d.to_string()))
+            .collect();
+        format!("[{}]", dims.join(", "))
+    }
+
     /// Indexes of the dynamic dimensions.
     pub fn dynamic_indices(&self) -> Vec<usize> {
         self.shape
