@@ -33,6 +33,11 @@ pub(crate) struct RunArgs {
     /// Longest an operator may run, in seconds.
     #[arg(long, value_name = "SECS")]
     timeout: Option<f64>,
+    /// When the run stops (an operator failed, --timeout, SIGINT), the
+    /// seconds between the SIGTERM to the operators still running and the
+    /// SIGKILL (default 3).
+    #[arg(long, value_name = "SECS")]
+    grace: Option<f64>,
     /// A named context under /dev/shm instead of an anonymous one (for
     /// operators started outside the driver).
     #[arg(long)]
@@ -365,6 +370,15 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
             });
         }
         opts.timeout = Some(Duration::from_secs_f64(t));
+    }
+    if let Some(g) = args.grace {
+        if !(g >= 0.0 && g.is_finite() && g < 1e9) {
+            return Err(Failure {
+                message: format!("--grace {g}: expected a number of seconds"),
+                code: 2,
+            });
+        }
+        opts.grace = Duration::from_secs_f64(g);
     }
     let total = def.pipeline.operators.len() as u64;
     let bar = (std::io::stderr().is_terminal() && !json).then(|| {

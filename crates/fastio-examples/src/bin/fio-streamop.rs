@@ -7,7 +7,10 @@
 //! the source frame (up to the output's largest shape).
 //!
 //! * `source OUT` — publishes frames until the job's frame count or
-//!   duration (`PAUSE_US` between frames).
+//!   duration (`PAUSE_US` between frames). With `HOLD_AT=k` and
+//!   `HOLD_UNTIL=FILE`, it stops after publishing frame `k - 1` until FILE
+//!   exists (a test's way to keep a stream going until it has looked;
+//!   bounded: it fails after 300 s).
 //! * `stage IN... OUT` — checks every input frame, then writes the first
 //!   one's content, one stage further, to OUT (`SLOW_US` per frame).
 //! * `sink IN...` — checks every frame; prints the count; with
@@ -106,6 +109,23 @@ fn first_death() -> Result<bool> {
     Ok(true)
 }
 
+/// `HOLD_AT=k`, `HOLD_UNTIL=FILE`: once frame `next - 1` is published and
+/// `next` is `k`, waits until FILE exists (at most 300 s, then an error).
+fn maybe_hold(next: u64) -> Result {
+    if env_u64("HOLD_AT") != Some(next) {
+        return Ok(());
+    }
+    let file = std::env::var("HOLD_UNTIL").map_err(|_| "HOLD_AT without HOLD_UNTIL")?;
+    let t0 = std::time::Instant::now();
+    while !std::path::Path::new(&file).exists() {
+        if t0.elapsed() > Duration::from_secs(300) {
+            return Err(format!("held at frame {next}: {file} never appeared").into());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
+}
+
 /// SIGKILLs this process.
 fn die() -> Result {
     let _ = std::process::Command::new("kill")
@@ -150,7 +170,9 @@ fn run() -> Result {
                 fill(step.seq(), 0, slot.bytes_mut()?);
                 drop(slot);
                 count += 1;
+                let next = step.seq() + 1;
                 drop(step);
+                maybe_hold(next)?;
                 if let Some(p) = pause {
                     std::thread::sleep(p);
                 }
