@@ -1,4 +1,4 @@
-//! Project automation: `cargo xtask ci | fuzz | miri | bench | blaze | interop | numpy | install`.
+//! Project automation: `cargo xtask ci | flake | fuzz | miri | bench | blaze | interop | numpy | install`.
 //!
 //! Every subcommand runs the same tools a developer would run by hand, in
 //! the workspace root, and stops at the first failure with its output.
@@ -12,6 +12,7 @@ mod bench_paired;
 mod bench_params;
 mod bench_peers;
 mod blaze;
+mod flake;
 mod fuzz;
 mod headers;
 mod install;
@@ -33,6 +34,8 @@ const USAGE: &str = "usage: cargo xtask <command>
 
 commands:
   ci                         fmt, clippy, tests, shm leak check, docs, package, Blaze check, TVM interop, numpy diff, Python package, install check, loom, miri, fuzz
+  flake --runs N [--load K] [--filter NAME] [CARGO TEST ARGS...] [-- TEST ARGS...]
+                             the test step N times (the workspace, or `-p fastio-cli --test metrics`...), with K busy loops beside it; lists every test that failed at least once, with its first panic
   miri                       unit tests of the crates that contain unsafe, under Miri
   fuzz [--seconds N] [TARGET] replay the committed corpora, then fuzz each target (default 60 s)
   fuzz --cmin [TARGET]       minimize the corpora before committing them
@@ -51,6 +54,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
+        Some("flake") => flake::parse_args(&args[1..]).and_then(|o| flake::run(&o)),
         Some("miri") => miri::run(),
         Some("fuzz") => fuzz::parse_args(&args[1..])
             .and_then(|(secs, target, cmin)| fuzz::run(secs, target.as_deref(), cmin)),
@@ -109,8 +113,13 @@ fn ci() -> Result<(), String> {
     // The plain-Zenoh Python reader of the multi-host tests (no fastio in
     // it): eclipse-zenoh at the version of our `zenoh` crate.
     let zenoh_python = venv::python("venv-zenoh", &[ZENOH_PY], "zenoh peer")?;
+    // `cargo test --workspace` builds every binary the tests run (the
+    // examples' operators beside `fastio`, `fastio-net`'s examples) before
+    // any test starts: the tests only find them (FASTIO_TEST_PREBUILT),
+    // never build beside tests that run.
     let test_log = Step::new("test", cargo(["test", "--workspace", "--all-features"]))
         .env("FASTIO_ZENOH_PYTHON", &zenoh_python.display().to_string())
+        .env("FASTIO_TEST_PREBUILT", "1")
         .run()?;
     let (passed, failed) = step::count_tests(&test_log);
     shm_leak_check()?;

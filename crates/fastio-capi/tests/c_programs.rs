@@ -190,18 +190,37 @@ fn streamop() -> PathBuf {
     example_bin("fio-streamop")
 }
 
-/// A binary of `fastio-examples`, built if this test runs alone.
+/// A binary of `fastio-examples` beside this test's profile directory.
+/// `cargo xtask ci` and `cargo xtask flake` build it before any test runs
+/// and set `FASTIO_TEST_PREBUILT`: it is then only found (a missing one is
+/// a clear failure, never a build beside timed tests). Run by hand, cargo
+/// builds the examples once per test process, under a file lock shared
+/// with the other test processes.
 fn example_bin(name: &str) -> PathBuf {
+    static BUILT: std::sync::Once = std::sync::Once::new();
     let exe = std::env::current_exe().unwrap();
     let debug = exe.parent().unwrap().parent().unwrap().to_path_buf();
     let path = debug.join(name);
-    if !path.exists() {
+    if std::env::var_os("FASTIO_TEST_PREBUILT").is_some() {
+        assert!(
+            path.exists(),
+            "{} is missing: with FASTIO_TEST_PREBUILT set the tests only find it; \
+             build it with `cargo build -p fastio-examples --bins`",
+            path.display()
+        );
+        return path;
+    }
+    BUILT.call_once(|| {
+        let lock = std::fs::File::create(debug.join(".fastio-test-build.lock"))
+            .expect("create the build lock");
+        lock.lock().expect("take the build lock");
         let st = Command::new(env!("CARGO"))
-            .args(["build", "-p", "fastio-examples", "--bin", name])
+            .args(["build", "-q", "-p", "fastio-examples", "--bins"])
             .status()
             .expect("run cargo");
-        assert!(st.success(), "cargo build {name}");
-    }
+        assert!(st.success(), "cargo build -p fastio-examples --bins");
+    });
+    assert!(path.exists(), "cargo built no {}", path.display());
     path
 }
 

@@ -28,15 +28,54 @@ pub fn cargo_build() -> Command {
     c
 }
 
-/// A binary of `fastio-examples` beside ours, built (or found up to date)
-/// by cargo first.
+/// Set (to anything) by `cargo xtask ci` and `cargo xtask flake`, which
+/// build every helper binary of the tests before any test runs: a helper
+/// is then only found, never built while other tests (some of them
+/// timing what they watch) run beside the build.
+pub const PREBUILT: &str = "FASTIO_TEST_PREBUILT";
+
+/// The binary `path`, made by `cargo build ARGS` (in this test's profile).
+///
+/// Under xtask ([`PREBUILT`] set) it is only found: missing, the test
+/// panics saying how to build it. Run by hand (`cargo test -p fastio-cli`),
+/// the build runs once per test process for each `args`, under a file lock
+/// in the target directory (test binaries run at once share it), so that
+/// an example edited since is rebuilt, not found stale.
+pub fn prebuilt(args: &[&str], path: PathBuf) -> PathBuf {
+    static BUILT: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    if std::env::var_os(PREBUILT).is_some() {
+        assert!(
+            path.exists(),
+            "{} is missing: with {PREBUILT} set the tests only find it \
+             (`cargo xtask ci` and `cargo xtask flake` build it first); \
+             build it with `cargo build {}`",
+            path.display(),
+            args.join(" ")
+        );
+        return path;
+    }
+    let key = args.join(" ");
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    if !built.contains(&key) {
+        let lock_path = Path::new(fastio()).with_file_name(".fastio-test-build.lock");
+        let lock = std::fs::File::create(&lock_path).expect("create the build lock");
+        lock.lock().expect("take the build lock");
+        let st = cargo_build().args(args).status().expect("run cargo");
+        drop(lock);
+        assert!(st.success(), "cargo build {key}");
+        built.push(key);
+    }
+    assert!(path.exists(), "cargo built no {}", path.display());
+    path
+}
+
+/// A binary of `fastio-examples` beside ours (see [`prebuilt`]: found, or
+/// built once by hand runs).
 pub fn example(bin: &str) -> PathBuf {
-    let st = cargo_build()
-        .args(["-p", "fastio-examples", "--bin", bin])
-        .status()
-        .expect("run cargo");
-    assert!(st.success(), "cargo build --bin {bin}");
-    Path::new(fastio()).with_file_name(bin)
+    prebuilt(
+        &["-p", "fastio-examples", "--bins"],
+        Path::new(fastio()).with_file_name(bin),
+    )
 }
 
 /// Writes `text` to `dir/name` (making `dir`); its path.

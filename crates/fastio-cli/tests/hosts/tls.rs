@@ -90,17 +90,16 @@ fn tls_net(hosts: &Hosts, i: usize) -> Vec<String> {
 }
 
 fn intruder() -> PathBuf {
-    // Built in the profile of the `fastio` it runs beside (a `--release`
-    // run found a stale release intruder otherwise).
-    let st = common::cargo_build()
-        .args(["-p", "fastio-net", "--example", "intruder"])
-        .status()
-        .expect("run cargo");
-    assert!(st.success(), "cargo build --example intruder");
-    Path::new(fastio())
-        .parent()
-        .unwrap()
-        .join("examples/intruder")
+    // In the profile of the `fastio` it runs beside (a `--release` run
+    // found a stale release intruder otherwise); built before the tests
+    // under xtask, once by hand runs (`common::prebuilt`).
+    common::prebuilt(
+        &["-p", "fastio-net", "--example", "intruder"],
+        Path::new(fastio())
+            .parent()
+            .unwrap()
+            .join("examples/intruder"),
+    )
 }
 
 /// What an intruder's credentials are.
