@@ -52,7 +52,7 @@ pub use format::{
     FrameHeader, IMAGE_SCHEMA, MAX_DIMS, MAX_HEADER_BYTES, METADATA_COUNTS, METADATA_RUN, PROFILE,
     check_message, decode_message, encode_header, encode_message,
 };
-pub use image::image_encoding;
+pub use image::{ImageFormat, image_encoding, image_format};
 pub use read::{ChannelInfo, ChannelKind, Info, RecordedEntry, RecordedFrame, Recording};
 pub use session::{RecordingReport, Session};
 pub use write::{Recorder, RunInfo, StreamId, StreamTotals};
