@@ -254,7 +254,12 @@ fn a_slow_sink_back_pressures_the_source_and_nothing_is_lost() {
         "producer",
         &env(&[("STREAM", "bp"), ("FRAMES", "200")]),
     );
-    // No consumer yet: the producer stops after `depth` frames.
+    // No consumer yet: the producer stops after `depth` frames (it gets
+    // there when it gets there, under load too; then a moment more shows
+    // it stays there).
+    common::wait_for("the producer's first 2 frames", || {
+        ctx.stream_status("bp").unwrap().head >= 2
+    });
     std::thread::sleep(Duration::from_millis(300));
     assert_eq!(ctx.stream_status("bp").unwrap().head, 2);
     let t0 = Instant::now();
