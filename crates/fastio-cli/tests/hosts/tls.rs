@@ -582,28 +582,35 @@ fn a_host_closes_only_once_the_others_have_its_done_even_when_one_is_frozen() {
         return;
     };
     let pki = Pki::make(&hosts.dir.join("pki"), "a b");
-    let yaml = format!(
-        "api-version: 0.5.0\nname: frozen\nplacement:\n  default: a\n  hosts:\n    b: [sink]\noperators:\n{}{}{}",
-        op(
-            "src",
-            "pattern, v, '3'",
-            "  output:\n  - {name: v, type: array, element-type: int32, shape: [1024]}\n"
-        ),
-        // The sink lingers a little, to be seen among b's children.
-        op(
-            "sink",
-            "checksum, v",
-            "  input:\n  - {from: src, name: v, type: array, element-type: int32, shape: [1024]}\n"
-        )
-        .replace(
-            "command: [",
-            "variables: {START_DELAY_MS: '300'}, command: ["
-        ),
-        op("slow", "sleep, '3'", ""),
-    );
-    let file = write(&hosts.dir, "frozen.yaml", &yaml);
     let mut rng = Rng(0x5eed_f402);
     for round in 0..2 {
+        // Each operator the test watches waits for the test's word (a file)
+        // instead of lasting a time the test must act within: the sink
+        // until the test has seen it among b's children, a's slow operator
+        // until b is frozen.
+        let sink_go = hosts.dir.join(format!("frozen-{round}-sink-go"));
+        let slow_go = hosts.dir.join(format!("frozen-{round}-slow-go"));
+        let gate = |f: &Path| {
+            format!(
+                "i=0; until [ -e '{}' ]; do i=$((i+1)); [ $i -gt 6000 ] && exit 9; sleep 0.05; done",
+                f.display()
+            )
+        };
+        let yaml = format!(
+            "api-version: 0.5.0\nname: frozen\nplacement:\n  default: a\n  hosts:\n    b: [sink]\noperators:\n{}\
+             - name: sink\n  container: {{image: t, command: [sh, -c, \"{}; exec '{}' checksum v\"]}}\n  \
+             input:\n  - {{from: src, name: v, type: array, element-type: int32, shape: [1024]}}\n\
+             - name: slow\n  container: {{image: t, command: [sh, -c, \"{}\"]}}\n",
+            op(
+                "src",
+                "pattern, v, '3'",
+                "  output:\n  - {name: v, type: array, element-type: int32, shape: [1024]}\n"
+            ),
+            gate(&sink_go),
+            testop(),
+            gate(&slow_go),
+        );
+        let file = write(&hosts.dir, &format!("frozen-{round}.yaml"), &yaml);
         // A lease longer than the freeze: b is slow, not gone.
         let args = |i: usize, h: &str| {
             let net = hosts.net_args(i, 7460 + round);
@@ -623,6 +630,7 @@ fn a_host_closes_only_once_the_others_have_its_done_even_when_one_is_frozen() {
         let (pa, pb) = (hosts.pid(a), hosts.pid(b));
         // b's part is over once its one operator has come and gone.
         let sink = operator_of(pb);
+        std::fs::write(&sink_go, b"go").unwrap();
         let deadline = Instant::now() + Duration::from_secs(60);
         while std::fs::read_to_string(format!("/proc/{sink}/stat"))
             .is_ok_and(|s| !s.contains(") Z "))
@@ -636,6 +644,7 @@ fn a_host_closes_only_once_the_others_have_its_done_even_when_one_is_frozen() {
             .args(["-STOP", &pb.to_string()])
             .status();
         // a's part ends with its slow operator; a moment later, b wakes.
+        std::fs::write(&slow_go, b"go").unwrap();
         while !children_of(pa).is_empty() {
             assert!(Instant::now() < deadline, "host a's operators never ended");
             sleep_ms(10);
