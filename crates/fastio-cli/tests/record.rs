@@ -597,12 +597,16 @@ fn a_live_recorder_killed_mid_run_leaves_a_readable_file_and_never_disturbs_the_
     for round in 0..5 {
         let lossless = round >= 3;
         let dir = tmpdir(&format!("live-{round}"));
+        // The source stops before frame 1000 until the test says (this
+        // file): the recorder is killed while the stream still flows,
+        // however slowly the run started.
+        let release = dir.join("release");
         let yaml = format!(
             "api-version: 0.5.0
 name: live-{round}
 operators:
 - name: src
-  container: {{image: rust, command: [{op}, source, v], variables: {{PAUSE_US: 1500}}}}
+  container: {{image: rust, command: [{op}, source, v], variables: {{PAUSE_US: 1500, HOLD_AT: 1000, HOLD_UNTIL: {}}}}}
   output: [{{name: v, {ARR}}}]
 - name: stage
   container: {{image: rust, command: [{op}, stage, v, w]}}
@@ -618,7 +622,8 @@ streaming:
     stage/w: [16, 64]
   restart:
     sink: {{policy: on-failure, limit: 1}}
-"
+",
+            release.display()
         );
         common::write(&dir, "p.yaml", &yaml);
         // A stalled stream fails the run (and the test) instead of hanging.
@@ -629,10 +634,17 @@ streaming:
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        // Wait until the run's context is there, then attach.
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        // The recorder waits for the run's context, then attaches.
         let pipeline = format!("live-{round}");
-        let mut args = vec!["record", "-o", "live.mcap", "--pipeline", &pipeline];
+        let mut args = vec![
+            "record",
+            "-o",
+            "live.mcap",
+            "--pipeline",
+            &pipeline,
+            "--wait",
+            "60",
+        ];
         if lossless {
             args.push("--lossless");
         }
@@ -645,9 +657,9 @@ streaming:
             .unwrap();
         // A lossy recorder runs only on CPU time the pipeline leaves
         // (SCHED_IDLE, every thread); a lossless one as scheduled.
-        // (Looked at once its stream threads run: at most 3 s.)
+        // (Looked at once its stream threads run: at most 60 s.)
         let mut policies = Vec::new();
-        for _ in 0..300 {
+        for _ in 0..6000 {
             std::thread::sleep(std::time::Duration::from_millis(10));
             policies = thread_policies(recorder.id());
             if policies.len() >= 2 {
@@ -667,6 +679,7 @@ streaming:
             std::thread::sleep(std::time::Duration::from_millis(400 + seed % 1200));
             recorder.kill().unwrap(); // SIGKILL
         }
+        std::fs::write(&release, b"").unwrap();
         let rec_out = recorder.wait_with_output().unwrap();
         let out = run.wait_with_output().unwrap();
         assert!(
