@@ -1388,6 +1388,279 @@ fn faults_on_the_middle_of_three_hosts_give_the_same_root_cause_on_every_host() 
     }
 }
 
+/// Issue 50, item 7: camera (a) → stage (b) → sink (c, 2 ms a frame),
+/// depth 4 under `block`, frames of up to 16 KiB; the sink reads the
+/// camera too. Until stopped.
+fn cut_rounds_yaml(dir: &Path) -> PathBuf {
+    let array = "type: array, element-type: uint32, shape: [-1, 64]";
+    let o = streamop();
+    let yaml = format!(
+        "api-version: 0.5.0\nname: cuts\nplacement:\n  default: a\n  hosts:\n    b: [stage]\n    c: [sink]\noperators:\n\
+         - name: camera\n  container: {{image: t, command: [{o}, source, v]}}\n  output: [{{name: v, {array}}}]\n\
+         - name: stage\n  container: {{image: t, command: [{o}, stage, v, w]}}\n  input: [{{from: camera, name: v, {array}}}]\n  output: [{{name: w, {array}}}]\n\
+         - name: sink\n  container: {{image: t, command: [{o}, sink, w, v], variables: {{SLOW_US: '2000', ERRORS_ON_STDOUT: '1'}}}}\n  input:\n  - {{from: stage, name: w, {array}}}\n  - {{from: camera, name: v, {array}}}\n\
+         streaming:\n  duration: 90\n  depth: 4\n  overflow: block\n  max-shape:\n    camera/v: [64, 64]\n    stage/w: [64, 64]\n"
+    );
+    write(dir, "cuts.yaml", &yaml)
+}
+
+/// The `fastio: …` lines a host may end with when host b is cut off at
+/// any moment (a cut while joining is said before the run started, a cut
+/// before a host saw b is its join timeout): on a and c, b gone with what
+/// it took (the stage running, an entry of it due, the stage not started
+/// yet); on b, one of the others gone.
+fn cut_causes(h: &str) -> Vec<String> {
+    let gone = |host: &str, lost: &str| {
+        format!("fastio: host {host} is gone (its driver died or the link to it was cut) {lost}")
+    };
+    match h {
+        // a takes c's cause when c's `done-failed` comes first.
+        "a" | "c" => vec![
+            gone("b", "while stage was running"),
+            gone("b", "before stage/w of stage arrived"),
+            gone("b", "before stage finished"),
+        ],
+        _ => vec![
+            gone("a", "while camera was running"),
+            gone("a", "before camera/v of camera arrived"),
+            gone("a", "before camera finished"),
+            gone("c", "while sink was running"),
+            gone("c", "before sink finished"),
+        ],
+    }
+}
+
+/// Issue 50, item 7: three hosts stream camera@a → stage@b → sink@c and
+/// host b's link is cut at a seeded random moment of the run's first
+/// 3.5 s (while the hosts join, in the stream's first second, or later),
+/// round after round, either way (b's own `eth0` down, or its port of
+/// the bridge): every host ends within the documented bound (the lease
+/// and the grace after it, the operators' stop, the others' `all-done`:
+/// [`CUT_BOUND`] after the cut; a host that never saw b join ends at its
+/// join timeout) and names the root cause as documented. Rounds:
+/// `FASTIO_CUT_ROUNDS` (4 by default), seed `FASTIO_CUT_SEED`.
+#[test]
+fn a_link_cut_at_any_moment_ends_every_host_within_the_bound() {
+    let Some(mut hosts) = Hosts::new("cutr", 3) else {
+        return;
+    };
+    let rounds: u64 = std::env::var("FASTIO_CUT_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4);
+    // Decimal, or hexadecimal after `0x`.
+    let seed: u64 = std::env::var("FASTIO_CUT_SEED")
+        .ok()
+        .and_then(|v| match v.strip_prefix("0x") {
+            Some(hex) => u64::from_str_radix(hex, 16).ok(),
+            None => v.parse().ok(),
+        })
+        .unwrap_or(0x0050_0007);
+    let file = cut_rounds_yaml(&hosts.dir);
+    let mut rng = Rng(seed | 1);
+    let (mut slowest, mut hung) = (Duration::ZERO, Vec::new());
+    // Hosts that ended at their join timeout (they never saw b), and the
+    // latest of them after its start.
+    let (mut at_join_timeout, mut latest_join) = (0, Duration::ZERO);
+    for round in 0..rounds {
+        let port = 7500 + (round % 400) as u16;
+        let id = format!("r{round}");
+        let extra = ["--run-id", id.as_str(), "--report", "json"];
+        let t0 = Instant::now();
+        let runs: Vec<usize> = ["a", "b", "c"]
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let mut args = run_args(&file, h, hosts.net_args(i, port), &extra);
+                let k = args.iter().position(|a| a == "--join-timeout").unwrap();
+                args[k + 1] = CUT_JOIN_TIMEOUT.as_secs().to_string();
+                hosts.start(i, &args)
+            })
+            .collect();
+        let at = Duration::from_millis(rng.below(3500));
+        let own_eth0 = rng.below(2) == 0;
+        std::thread::sleep(at.saturating_sub(t0.elapsed()));
+        if own_eth0 {
+            ip_ok(&["-n", &hosts.ns(1), "link", "set", "eth0", "down"]);
+        } else {
+            hosts.cut(1);
+        }
+        let cut = Instant::now();
+        let (r, stuck) = wait_within(
+            &mut hosts,
+            &runs,
+            CUT_JOIN_TIMEOUT + CUT_BOUND + Duration::from_secs(20),
+        );
+        let how = if own_eth0 {
+            "b's eth0 down"
+        } else {
+            "b's bridge port down"
+        };
+        let mut line = format!("round {round}: cut at {at:?} ({how}):");
+        for (h, run) in ["a", "b", "c"].iter().zip(&r) {
+            let after = run.exited_at.saturating_duration_since(cut);
+            line += &format!(" {h} after {after:.1?},");
+        }
+        eprintln!("{line}");
+        if !stuck.is_empty() {
+            for (h, run) in ["a", "b", "c"].iter().zip(&r) {
+                eprintln!("host {h}:\n{}{}", run.stdout, run.stderr);
+            }
+            hung.push(format!("{line} hung: {stuck:?}"));
+        }
+        for (h, run) in ["a", "b", "c"].iter().zip(&r) {
+            if stuck.contains(&h.to_string()) {
+                continue;
+            }
+            assert_clean(h, run);
+            assert_eq!(run.rc, 1, "round {round} host {h}: {}", run.stderr);
+            let after = run.exited_at.saturating_duration_since(cut);
+            let others: &[&str] = if *h == "b" { &["a", "c"] } else { &["b"] };
+            let before_start = |x: &str| {
+                format!(
+                    "fastio: {}: host {h}: run {id} failed before it started: host {x} is gone (its driver died or the link to it was cut) ",
+                    file.display()
+                )
+            };
+            let gave_up = |x: &str| {
+                format!(
+                    "fastio: {}: host {h}: run {id} failed before it started: host {x} failed: host b of pipeline cuts did not join run {id} within ",
+                    file.display()
+                )
+            };
+            if ["a", "c"]
+                .iter()
+                .any(|x| run.stderr.lines().any(|l| l.starts_with(&gave_up(x))))
+            {
+                // Another host gave up joining (it never saw b) and said
+                // so: the join timeout ends this one too.
+                assert!(
+                    run.exited_at.saturating_duration_since(t0) <= CUT_JOIN_TIMEOUT + CUT_BOUND,
+                    "round {round}: host {h} gave up joining after {:?}",
+                    run.exited_at - t0
+                );
+                at_join_timeout += 1;
+                latest_join = latest_join.max(run.exited_at - t0);
+                continue;
+            }
+            if run.stderr.contains(" did not join run ") {
+                // Cut off before it saw the other host's token: its join
+                // timeout ends it.
+                let not_joined = format!("fastio: {}: host {h}: host", file.display());
+                let within = format!(" of pipeline cuts did not join run {id} within ");
+                assert!(
+                    run.stderr
+                        .lines()
+                        .any(|l| l.starts_with(&not_joined) && l.contains(&within)),
+                    "round {round}: host {h}:\n{}",
+                    run.stderr
+                );
+                assert!(
+                    run.exited_at.saturating_duration_since(t0) <= CUT_JOIN_TIMEOUT + CUT_BOUND,
+                    "round {round}: host {h} gave up joining after {:?}",
+                    run.exited_at - t0
+                );
+                at_join_timeout += 1;
+                latest_join = latest_join.max(run.exited_at - t0);
+                continue;
+            }
+            assert!(
+                after <= CUT_BOUND,
+                "round {round}: host {h} ended {after:?} after the cut:\n{}",
+                run.stderr
+            );
+            slowest = slowest.max(after);
+            if run.stderr.contains(" failed before it started: ") {
+                // Cut while joining: the host gone, as it was lost.
+                assert!(
+                    others.iter().any(|x| run.stderr.lines().any(|l| l
+                        .strip_prefix(&before_start(x))
+                        .is_some_and(|lost| cut_causes(h).contains(&format!(
+                            "fastio: host {x} is gone (its driver died or the link to it was cut) {lost}"
+                        ))))),
+                    "round {round}: host {h}:\n{}",
+                    run.stderr
+                );
+            } else {
+                let f = failure_of(h, run);
+                let line = format!("fastio: {}", f["text"].as_str().unwrap_or(""));
+                assert!(
+                    cut_causes(h).contains(&line) && run.stderr.lines().any(|l| l == line),
+                    "round {round}: host {h} ends with {line:?}:\n{}",
+                    run.stderr
+                );
+            }
+        }
+        if own_eth0 {
+            ip_ok(&["-n", &hosts.ns(1), "link", "set", "eth0", "up"]);
+        } else {
+            ip_ok(&["-n", &hosts.sw(), "link", "set", "p1", "up"]);
+        }
+    }
+    eprintln!(
+        "{rounds} rounds: {} hung; the slowest host ended {slowest:.1?} after its cut (bound {CUT_BOUND:?}); {at_join_timeout} ended at their join timeout ({CUT_JOIN_TIMEOUT:?}), at the latest {latest_join:.1?} after they started",
+        hung.len()
+    );
+    assert!(hung.is_empty(), "hosts hung:\n{}", hung.join("\n"));
+}
+
+/// How long a host may take to end after host b is cut off (docs/hosts.md,
+/// *How long the others take to end*): `--lease` (2 s here) + `--grace`
+/// (3 s, the default) + 6 s.
+const CUT_BOUND: Duration = Duration::from_secs(2 + 3 + 6);
+
+/// The join timeout of [`a_link_cut_at_any_moment_ends_every_host_within_the_bound`].
+const CUT_JOIN_TIMEOUT: Duration = Duration::from_secs(8);
+
+/// Waits for runs `ks` at most `limit`; a run still going then is killed
+/// (named in the second list) and its output kept.
+fn wait_within(hosts: &mut Hosts, ks: &[usize], limit: Duration) -> (Vec<HostRun>, Vec<String>) {
+    let deadline = Instant::now() + limit;
+    let mut exited: Vec<Option<Instant>> = vec![None; ks.len()];
+    while exited.iter().any(Option::is_none) && Instant::now() < deadline {
+        for (j, &k) in ks.iter().enumerate() {
+            if exited[j].is_none() && hosts.running[k].0.try_wait().unwrap().is_some() {
+                exited[j] = Some(Instant::now());
+            }
+        }
+        sleep_ms(20);
+    }
+    let mut stuck = Vec::new();
+    for (j, &k) in ks.iter().enumerate() {
+        if exited[j].is_none() {
+            stuck.push(["a", "b", "c"].get(j).unwrap_or(&"?").to_string());
+            let pid = hosts.pid(k);
+            if std::env::var_os("FASTIO_CUT_GDB").is_some() {
+                let exe = format!("/proc/{pid}/exe");
+                let _ = Command::new("gdb")
+                    .args([
+                        &exe,
+                        "-p",
+                        &pid.to_string(),
+                        "-batch",
+                        "-ex",
+                        "thread apply all bt",
+                    ])
+                    .status();
+            }
+            let _ = Command::new("pkill")
+                .args(["-9", "-P", &pid.to_string()])
+                .status();
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        }
+    }
+    let runs = ks
+        .iter()
+        .zip(exited)
+        .map(|(&k, at)| {
+            let mut r = hosts.wait(k);
+            r.exited_at = at.unwrap_or(r.exited_at);
+            r
+        })
+        .collect();
+    (runs, stuck)
+}
+
 /// The thread names of process `pid` once it has Zenoh's application
 /// threads and they stay the same for 200 ms (at most 10 s).
 fn zenoh_threads(pid: u32) -> Vec<String> {

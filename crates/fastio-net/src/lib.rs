@@ -29,7 +29,8 @@
 //! [`wire`] is the format of what crosses (documented for readers without
 //! fastio, such as a plain Zenoh subscriber in Python).
 
-#![forbid(unsafe_code)]
+// `unsafe` only in `link::sockets` (two socket options).
+#![deny(unsafe_code)]
 
 #[cfg(feature = "zenoh")]
 mod error;

@@ -8,7 +8,22 @@ impl HostLink for ZenohLink {
     }
 
     fn start(&mut self, ctx: &Context) -> Result<(), fastio_pipeline::hosts::LinkError> {
-        Ok(self.join(ctx)?)
+        let joined = self.join(ctx);
+        if let Err(NetError::NotJoined(why)) = &joined {
+            // The hosts still joining learn why this one gave up (else
+            // they would find it gone, and name it): the root cause it
+            // took, or its own failure to join.
+            let cause = self.inner.lock().failure.get().cloned();
+            let cause = cause.unwrap_or_else(|| Failure::HostFailed {
+                host: self.opts.host.clone(),
+                error: why
+                    .strip_prefix(&format!("host {}: ", self.opts.host))
+                    .unwrap_or(why)
+                    .to_owned(),
+            });
+            self.say(&Status::Done(Some(cause.to_json())));
+        }
+        Ok(joined?)
     }
 
     fn events(&self) -> Receiver<LinkEvent> {

@@ -155,11 +155,20 @@ impl ZenohLink {
             .map_err(|e| NetError::Zenoh(e.to_string()))?;
         self.host_token = Some(token);
         self.session = Some(session);
-        // Judges vanished hosts until the run stops.
-        let (i5, stop) = (inner.clone(), self.stop.clone());
+        // Judges vanished hosts until the run stops; and bounds, by the
+        // lease, how long a send to a peer that acknowledges nothing may
+        // wait, on every link as it comes (`sockets.rs`: else a link cut
+        // under a full send buffer hangs this host past the lease).
+        let (i5, stop, lease) = (inner.clone(), self.stop.clone(), self.opts.lease);
         self.workers.push(std::thread::spawn(move || {
+            let mut bounded = Instant::now();
+            sockets::bound_unacknowledged_sends(lease);
             while !stop.load(Ordering::Relaxed) {
                 i5.check_vanished();
+                if bounded.elapsed() >= Duration::from_millis(250) {
+                    sockets::bound_unacknowledged_sends(lease);
+                    bounded = Instant::now();
+                }
                 std::thread::sleep(Duration::from_millis(20));
             }
         }));
@@ -188,8 +197,14 @@ impl ZenohLink {
                 .filter(|p| !p.matching_status().wait().is_ok_and(|m| m.matching()))
                 .map(|p| p.key_expr().as_str().to_owned())
                 .collect();
+            let failed = inner.lock().failure.get().cloned();
+            if let Some(f) = failed {
+                return Err(self.failed_before_start(f));
+            }
             if missing.is_empty() && unmatched.is_empty() {
                 self.agree_on_batches(configured_batch)?;
+                // Every link is up: bounded before the first frame goes.
+                sockets::bound_unacknowledged_sends(self.opts.lease);
                 for work in self.pending.drain(..) {
                     self.workers.push(std::thread::spawn(work));
                 }
@@ -291,6 +306,10 @@ impl ZenohLink {
                 inner.batches_agreed(&st);
                 return Ok(());
             }
+            if let Some(f) = st.failure.get().cloned() {
+                drop(st);
+                return Err(self.failed_before_start(f));
+            }
             if Instant::now() >= deadline {
                 return Err(NetError::NotJoined(format!(
                     "host {here}: every host of pipeline {} joined run {}, but within {:.0?} {} did not say the batch size of its links",
@@ -306,6 +325,18 @@ impl ZenohLink {
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
+    }
+
+    /// The run failed while this host still waits for it to start (a
+    /// host that joined was found gone, [`Inner::check_vanished`], or
+    /// another host said so): the join fails at once, within the lease,
+    /// not at the join timeout ([`ZenohLink::start`] says why to the
+    /// hosts still there).
+    fn failed_before_start(&self, failure: Failure) -> NetError {
+        NetError::NotJoined(format!(
+            "host {}: run {} failed before it started: {failure}",
+            self.opts.host, self.opts.run_id
+        ))
     }
 
     /// Streams that cross hosts ([`crate::streams`]): on the producing

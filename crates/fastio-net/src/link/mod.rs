@@ -56,6 +56,7 @@ mod options;
 mod receive;
 mod runtime;
 mod send;
+mod sockets;
 mod trust;
 
 pub use keys::{run_prefix, valid_run_id};
