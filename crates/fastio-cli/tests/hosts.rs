@@ -1336,10 +1336,13 @@ fn faults_on_the_middle_of_three_hosts_give_the_same_root_cause_on_every_host() 
             for (h, run) in ["a", "b", "c"].iter().zip(&r) {
                 assert_clean(h, run);
             }
+            let gone_b_line =
+                "host b is gone (its driver died or the link to it was cut) while stage was running";
             let gone_b = serde_json::json!({
-                "kind": "host-gone", "host": "b",
+                "kind": "host-gone", "host": "b", "operator": "stage",
                 "lost": {"what": "running", "operator": "stage"},
-                "text": "host b is gone (its driver died or the link to it was cut) while stage was running"
+                "what": gone_b_line,
+                "text": gone_b_line
             });
             let (fa, fc) = (failure_of("a", &r[0]), failure_of("c", &r[2]));
             match what {
