@@ -1336,8 +1336,7 @@ fn faults_on_the_middle_of_three_hosts_give_the_same_root_cause_on_every_host() 
             for (h, run) in ["a", "b", "c"].iter().zip(&r) {
                 assert_clean(h, run);
             }
-            let gone_b_line =
-                "host b is gone (its driver died or the link to it was cut) while stage was running";
+            let gone_b_line = "host b is gone (its driver died or the link to it was cut) while stage was running";
             let gone_b = serde_json::json!({
                 "kind": "host-gone", "host": "b", "operator": "stage",
                 "lost": {"what": "running", "operator": "stage"},
