@@ -79,12 +79,26 @@ def main() -> int:
     session = zenoh.open(conf)
     key = f"fastio/{args.pipeline}/{args.run}/entry/**"
     sub = session.declare_subscriber(key)
+    # Said once a host of the run answered a liveliness query: it has then
+    # read the subscription too (one link, read in order), so no entry it
+    # sends from now on misses this reader.
+    hosts = f"fastio/{args.pipeline}/{args.run}/host/**"
+    deadline = time.monotonic() + args.timeout
+    answered = False
+    while not answered and time.monotonic() < deadline:
+        for reply in session.liveliness().get(hosts, timeout=1.0):
+            answered = answered or reply.ok is not None
+        if not answered:
+            time.sleep(0.05)
+    if not answered:
+        print(f"no host of the run answered on {hosts}", file=sys.stderr)
+        session.close()
+        return 1
     print(f"subscribed {key}", flush=True)
 
     partial = {}
     printed = set()
     done = 0
-    deadline = time.monotonic() + args.timeout
     while done < args.count and time.monotonic() < deadline:
         sample = sub.try_recv()
         if sample is None:

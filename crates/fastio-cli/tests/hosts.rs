@@ -904,8 +904,8 @@ fn a_plain_python_zenoh_subscriber_reads_an_edge() {
         line.starts_with("subscribed fastio/pyedge/run/entry/**"),
         "{line}"
     );
-    // Give the reader's subscription time to reach host a.
-    sleep_ms(500);
+    // The reader says "subscribed" once host a answered it: a has its
+    // subscription then.
     let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, 7447), &[]));
     let rb = hosts.wait(b);
     let ra = hosts.wait(a);
