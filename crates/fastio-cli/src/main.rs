@@ -18,6 +18,7 @@ mod record_cmd;
 mod run_cmd;
 mod shm_cmd;
 mod top;
+mod view_cmd;
 
 use std::process::ExitCode;
 
@@ -59,6 +60,11 @@ enum Command {
     /// publishes the recorded frames into its output at the recorded pace,
     /// as fast as the consumers take them, or looped.
     Replay(record_cmd::ReplayArgs),
+    /// Show a running streaming run live in Foxglove: serve Foxglove's
+    /// WebSocket protocol (image streams as images, every stream's frames
+    /// as numbers, the operators' numbers, the run's end) as an observer
+    /// that never slows the run; Ctrl-C stops the viewer, not the run.
+    View(view_cmd::ViewArgs),
 }
 
 /// A failure to report: the text goes to stderr as is, then the process
@@ -109,6 +115,7 @@ fn main() -> ExitCode {
         Command::Top(args) => top::run(args),
         Command::Record(args) => record_cmd::record(args),
         Command::Replay(args) => record_cmd::replay(args),
+        Command::View(args) => view_cmd::view(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -438,102 +438,29 @@ pub(crate) fn replay(args: ReplayArgs) -> Result<(), Failure> {
 /// `fastio record -o FILE`: a running run's streams through observers.
 mod live {
     use std::fs::File;
-    use std::os::fd::AsRawFd;
     use std::sync::atomic::Ordering;
     use std::time::Duration;
 
-    use fastio::observe::Observer;
     use fastio::plan::Plan;
     use fastio::{Context, Error as FastioError};
     use fastio_record::{Recorder, RunInfo, Session};
 
     use super::{RecordArgs, fail};
     use crate::Failure;
-    use crate::contexts::discover;
+    use crate::contexts::{RunSelector, find_run};
 
     /// The run to record: its context (attached) and plan, and what to
     /// call it.
     fn find(args: &RecordArgs) -> Result<(Context, Option<File>, Plan, String), Failure> {
-        let candidates: Vec<(String, String)> = match &args.context {
-            Some(c) => vec![(c.clone(), c.clone())],
-            None => discover()
-                .into_iter()
-                .map(|f| (f.label, f.target))
-                .collect(),
-        };
-        let mut runs = Vec::new();
-        for (label, target) in candidates {
-            let Ok(plan) = Observer::open(&target)
-                .and_then(|o| o.snapshot())
-                .map(|s| s.plan)
-            else {
-                if args.context.is_some() {
-                    return Err(fail(format!("record: {target}: not a live context")));
-                }
-                continue;
-            };
-            let Some(plan) = plan.filter(|p| p.streaming.is_some()) else {
-                if args.context.is_some() {
-                    return Err(fail(format!(
-                        "record: {target}: not a streaming run (no plan with `streaming:`)"
-                    )));
-                }
-                continue;
-            };
-            if args.pipeline.as_ref().is_some_and(|p| *p != plan.pipeline) {
-                continue;
-            }
-            runs.push((label, target, plan));
-        }
-        let (label, target, plan) = match runs.len() {
-            1 => runs.remove(0),
-            0 => {
-                return Err(fail(format!(
-                    "record: no streaming run{} of this user is running (`fastio top` lists contexts)",
-                    args.pipeline
-                        .as_ref()
-                        .map(|p| format!(" of pipeline {p:?}"))
-                        .unwrap_or_default()
-                )));
-            }
-            n => {
-                let names: Vec<String> = runs
-                    .iter()
-                    .map(|(l, _, p)| format!("{} ({l})", p.pipeline))
-                    .collect();
-                return Err(fail(format!(
-                    "record: {n} streaming runs: {}; choose with --context or --pipeline",
-                    names.join(", ")
-                )));
-            }
-        };
-        // A memfd of another process: open it here, attach by descriptor.
-        let (ctx, file) = if target.starts_with('/') {
-            let f = File::options()
-                .read(true)
-                .write(true)
-                .open(&target)
-                .map_err(|e| fail(format!("record: {target}: {e}")))?;
-            let ctx = Context::attach(&format!("fd:{}", f.as_raw_fd()))
-                .map_err(|e| fail(format!("record: {label}: {e}")))?;
-            (ctx, Some(f))
-        } else {
-            let ctx =
-                Context::attach(&target).map_err(|e| fail(format!("record: {label}: {e}")))?;
-            (ctx, None)
-        };
-        // The driver publishes its plan, then declares the streams.
-        if let Some(e) = plan
-            .entries
-            .iter()
-            .find(|e| ctx.stream_status(&e.key).is_err())
-        {
-            return Err(fail(format!(
-                "record: {label}: stream {} is not there (yet)",
-                e.name
-            )));
-        }
-        Ok((ctx, file, plan, label))
+        let found = find_run(
+            &RunSelector {
+                context: args.context.as_deref(),
+                pipeline: args.pipeline.as_deref(),
+                created_by: None,
+            },
+            "record",
+        )?;
+        Ok((found.ctx, found.file, found.plan, found.label))
     }
 
     pub(super) fn record(args: &RecordArgs) -> Result<(), Failure> {

@@ -74,6 +74,17 @@ pub(crate) struct RunArgs {
     /// `http://ADDR/metrics` while it runs (`127.0.0.1:9184`).
     #[arg(long, value_name = "ADDR")]
     metrics: Option<String>,
+    /// Show the run live in Foxglove: serve Foxglove's WebSocket protocol
+    /// at `ws://ADDR` (`127.0.0.1:8765`; Foxglove: Open connection →
+    /// Foxglove WebSocket): image streams as images, every stream's
+    /// frames as numbers, the operators' numbers, logs and the run's end
+    /// (docs/observing.md). It never slows the pipeline.
+    #[arg(long, value_name = "ADDR")]
+    view: Option<String>,
+    /// With --view: most messages a second per channel (frames per
+    /// stream, log lines).
+    #[arg(long, value_name = "N", default_value_t = fastio_view::DEFAULT_RATE, requires = "view")]
+    view_rate: f64,
     /// Keep every core's wake-up latency at most US microseconds while
     /// the run lasts (Linux PM QoS, `/dev/cpu_dma_latency`; root). On a
     /// machine whose idle cores halt, a thread woken from another core
@@ -169,7 +180,7 @@ fn host_link(
     fastio_net::ZenohLink::new(pipeline, o).map_err(refused)
 }
 
-fn outcome_text(o: &Outcome) -> String {
+pub(crate) fn outcome_text(o: &Outcome) -> String {
     match o {
         Outcome::Succeeded => "ok".into(),
         Outcome::Failed(c) => format!("exit {c}"),
@@ -236,7 +247,7 @@ fn summary(report: &RunReport) -> String {
 /// kind `operator` (the operator it names, or null), `what` (the line the
 /// CLI prints for it, after `fastio: `; the report's first interface) and
 /// `text` (the same line).
-fn failure_json(f: &fastio_pipeline::Failure) -> serde_json::Value {
+pub(crate) fn failure_json(f: &fastio_pipeline::Failure) -> serde_json::Value {
     let line = f.to_string();
     let mut v = serde_json::to_value(f).unwrap_or_else(|_| json!({}));
     if let Some(o) = v.as_object_mut() {
@@ -398,6 +409,14 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         Some(addr) => Some(crate::metrics::MetricsServer::start(addr, &def.pipeline)?),
         None => None,
     };
+    let view = match &args.view {
+        Some(addr) => Some(crate::view_cmd::RunView::start(
+            addr,
+            args.view_rate,
+            &def.pipeline.plan.pipeline,
+        )?),
+        None => None,
+    };
     let mut link = match &args.host {
         Some(host) => Some(host_link(&args, host, &def.pipeline)?),
         None => {
@@ -411,7 +430,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         }
     };
     let driver = LocalDriver::new(def.pipeline, opts);
-    let on_progress = |p| match p {
+    let print_progress = |p| match p {
         Progress::Snapshot(s) => {
             if let Some(m) = &metrics {
                 m.update(*s);
@@ -456,12 +475,21 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
                 })
                 .collect::<Vec<_>>()
                 .join(" | ");
+            if let Some(v) = &view {
+                v.driver_line(&format!("streams: {line}"));
+            }
             match &bar {
                 Some(b) => b.set_message(line),
                 None if !json => eprintln!("streams: {line}"),
                 None => {}
             }
         }
+    };
+    let on_progress = |p: Progress| {
+        if let Some(v) = &view {
+            v.progress(&p);
+        }
+        print_progress(p);
     };
     let report = match link.as_mut() {
         Some(l) => driver.run_on_host(l, on_progress),
@@ -470,7 +498,11 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
     .map_err(|e| Failure {
         message: format!("{}: {e}", args.def.file.display()),
         code: 1,
-    })?;
+    });
+    if let Some(v) = view {
+        v.end(report.as_ref().map_err(|f| f.message.clone()));
+    }
+    let report = report?;
     if let Some(b) = bar {
         b.finish_and_clear();
     }

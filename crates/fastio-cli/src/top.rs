@@ -125,7 +125,7 @@ fn human(b: u64) -> String {
 
 /// The process of each operator: attached processes whose environment
 /// names it (`FASTIO_OPERATOR`).
-fn operator_pids(s: &Snapshot) -> BTreeMap<String, (u32, bool)> {
+pub(crate) fn operator_pids(s: &Snapshot) -> BTreeMap<String, (u32, bool)> {
     let mut out = BTreeMap::new();
     for &(pid, alive) in &s.context.processes {
         let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else {

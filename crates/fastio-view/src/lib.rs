@@ -11,8 +11,9 @@
 //!   `[H, W, 4]`, `uint16 [H, W]`, `float32 [H, W]`) as `foxglove.RawImage`
 //!   (protobuf), its timestamp the frame's source timestamp;
 //! * `<stream>/frame`: every stream's frames as JSON ([`FRAME_SCHEMA`]):
-//!   frame and source frame numbers, timestamp, shape, element type and
-//!   min/max/mean of its elements;
+//!   frame and source frame numbers, timestamp (`timestamp_ns`, and as
+//!   `{sec, nsec}`, exact where JSON readers hold numbers as doubles),
+//!   shape, element type and min/max/mean of its elements;
 //! * `operators/<operator>`: once a second, an operator's numbers as JSON
 //!   ([`OPERATOR_SCHEMA`], from [`Viewer::operators`]);
 //! * `log`: operators' and the driver's lines as `foxglove.Log`
@@ -61,6 +62,7 @@ pub const FRAME_SCHEMA: &str = r#"{
     "frame": {"type": "integer"},
     "source_frame": {"type": "integer"},
     "timestamp_ns": {"type": "integer"},
+    "timestamp": {"type": "object", "title": "time", "properties": {"sec": {"type": "integer"}, "nsec": {"type": "integer"}}},
     "shape": {"type": "array", "items": {"type": "integer"}},
     "element": {"type": "string"},
     "min": {"type": ["number", "null"]},
@@ -264,6 +266,10 @@ impl Bucket {
     }
 }
 
+/// An operator's channel and its CPU seconds when last seen (for its
+/// CPU percentage).
+type OperatorChannel = (Arc<RawChannel>, Option<(f64, Instant)>);
+
 struct Shared {
     ctx: Arc<foxglove::Context>,
     stop: AtomicBool,
@@ -271,7 +277,8 @@ struct Shared {
     say: Arc<dyn Fn(String) + Send + Sync>,
     log: Channel<Log>,
     log_bucket: Mutex<Bucket>,
-    operators: Mutex<BTreeMap<String, (Arc<RawChannel>, Option<(f64, Instant)>)>>,
+    /// Per operator: its channel, and its CPU seconds when last seen.
+    operators: Mutex<BTreeMap<String, OperatorChannel>>,
     run: Arc<RawChannel>,
 }
 
@@ -644,6 +651,7 @@ fn publish_frame(
             "frame": f.seq,
             "source_frame": f.source_seq,
             "timestamp_ns": f.timestamp_ns,
+            "timestamp": {"sec": f.timestamp_ns / 1_000_000_000, "nsec": f.timestamp_ns % 1_000_000_000},
             "shape": f.shape,
             "element": element.name(),
             "min": min,

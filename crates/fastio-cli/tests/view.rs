@@ -1,0 +1,365 @@
+//! Issue 53: a running pipeline live in Foxglove (`fastio run --view`,
+//! `fastio view`), seen by a client of the protocol that is not ours:
+//! Foxglove's `@foxglove/ws-protocol` from npm, in Node.js
+//! (`tests/view/client.cjs`), installed by `cargo xtask ci` into
+//! `target/node-foxglove` (`cargo xtask node` alone).
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("view")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// The `node_modules` holding `@foxglove/ws-protocol` and `ws`:
+/// `FASTIO_FOXGLOVE_NODE_MODULES` (set by `cargo xtask ci`), else
+/// `target/node-foxglove/node_modules`. Never skipped: missing, the test
+/// fails saying how to make it.
+fn node_modules() -> PathBuf {
+    let p = std::env::var_os("FASTIO_FOXGLOVE_NODE_MODULES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/node-foxglove/node_modules")
+        });
+    assert!(
+        p.join("@foxglove/ws-protocol").exists() && p.join("ws").exists(),
+        "{} has no @foxglove/ws-protocol: run `cargo xtask node` (`cargo xtask ci` does) to \
+         npm install the pinned client into target/node-foxglove (Node.js and npm: Debian's \
+         nodejs and npm, which `bash .ci/run` installs)",
+        p.display()
+    );
+    p
+}
+
+/// `node client.cjs MODE URL SECONDS`, its stdout piped.
+fn client(mode: &str, url: &str, seconds: u32) -> Child {
+    Command::new("node")
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/view/client.cjs"))
+        .args([mode, url, &seconds.to_string()])
+        .env("NODE_PATH", node_modules())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run node (Debian: apt-get install nodejs npm)")
+}
+
+/// Waits for `child` at most `limit`; its exit success, stdout, stderr.
+fn finish(mut child: Child, limit: Duration) -> (bool, String, String) {
+    let t0 = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().unwrap();
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Every stderr line of `child`, as they come.
+fn stderr_lines(child: &mut Child) -> Receiver<String> {
+    let (tx, rx) = channel();
+    let err = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+/// Reads lines (kept in `seen`) until one has `ws://`; its URL.
+fn viewer_url(lines: &Receiver<String>, seen: &mut Vec<String>) -> String {
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(60) {
+        let Ok(line) = lines.recv_timeout(Duration::from_millis(200)) else {
+            continue;
+        };
+        seen.push(line.clone());
+        if let Some(at) = line.find("ws://") {
+            let url: String = line[at..]
+                .chars()
+                .take_while(|c| !c.is_whitespace())
+                .collect();
+            return url;
+        }
+    }
+    panic!("no viewer address within 60 s: {seen:#?}");
+}
+
+/// A streaming pipeline of known frames: the demo's camera (`uint8 [240,
+/// 320, 3]`, 20 fps) into `gray` (`float32 [H, W]`, an image too), and
+/// fio-streamop's `src` (`uint32 [1 + seq % 16, 64]`, every 50 ms) into a
+/// sink that checks all `frames` arrive.
+fn pipeline(dir: &Path, name: &str, frames: u32) -> PathBuf {
+    let camera = common::example("camera").display().to_string();
+    let gray = common::example("gray").display().to_string();
+    let op = common::example("fio-streamop").display().to_string();
+    let yaml = format!(
+        "api-version: 0.5.0
+name: {name}
+operators:
+- name: camera
+  container: {{image: rust, command: [{camera}], variables: {{FPS: 20}}}}
+  output: [{{name: image, type: array, element-type: uint8, shape: [240, 320, 3]}}]
+- name: gray
+  container: {{image: rust, command: [{gray}]}}
+  input: [{{from: camera, name: image, type: array, element-type: uint8, shape: [240, 320, 3]}}]
+  output: [{{name: luma, type: array, element-type: float32, shape: [-1, -1]}}]
+- name: src
+  container: {{image: rust, command: [{op}, source, v], variables: {{PAUSE_US: 50000}}}}
+  output: [{{name: v, type: array, element-type: uint32, shape: [-1, 64]}}]
+- name: sink
+  container: {{image: rust, command: [{op}, sink, v], variables: {{EXPECT_FRAMES: {frames}}}}}
+  input: [{{from: src, name: v, type: array, element-type: uint32, shape: [-1, 64]}}]
+streaming:
+  frames: {frames}
+  max-shape:
+    gray/luma: [240, 320]
+    src/v: [16, 64]
+"
+    );
+    common::write(dir, "p.yaml", &yaml)
+}
+
+/// What the check client saw (its one JSON line).
+fn seen_by_client(ok: bool, out: &str, err: &str) -> Value {
+    assert!(ok, "the check client failed: {err}\n{out}");
+    serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out:?} {err}"))
+}
+
+/// Images, frames and values checked by the client (it checks every pixel
+/// of every camera frame it gets against the camera's formula, and the
+/// min/max/mean of every frame against its pixels or words).
+fn assert_frames_checked(seen: &Value) {
+    for key in [
+        "images_checked",
+        "camera_frames",
+        "src_frames_checked",
+        "gray_images",
+    ] {
+        assert!(seen[key].as_u64().unwrap() >= 5, "{key}: {seen}");
+    }
+    assert_eq!(
+        seen["schemas"]["camera/image/image"],
+        "protobuf foxglove.RawImage"
+    );
+    assert_eq!(seen["schemas"]["src/v/frame"], "json fastio.Frame");
+}
+
+/// `fastio run --view` with four clients beside it: one that checks what
+/// it sees (after a first short visit: it comes, takes a message, leaves
+/// and comes back), one that subscribes to everything and never reads
+/// again, one that sends random bytes, invalid JSON and bogus requests
+/// over WebSocket and random bytes over raw TCP. Every pixel the client
+/// decodes is the camera's; the operators' last numbers are the report's;
+/// a log line and the end came; and the run is unharmed: every frame at
+/// the sink, none dropped, in about the time it takes alone.
+#[test]
+fn a_run_seen_live_in_foxglove_pixel_for_pixel_unharmed_by_bad_clients() {
+    node_modules();
+    let dir = tmpdir("run-view");
+    let frames = 100;
+    let p = pipeline(&dir, "viewed", frames);
+    let mut run = Command::new(common::fastio())
+        .arg("run")
+        .arg(&p)
+        // A rate the check client keeps up with on a busy machine (it
+        // checks every pixel): what it does not take, the server drops.
+        .args([
+            "--view",
+            "127.0.0.1:0",
+            "--view-rate",
+            "10",
+            "--report",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = stderr_lines(&mut run);
+    let mut seen_lines = Vec::new();
+    let url = viewer_url(&lines, &mut seen_lines);
+    let idle = client("idle", &url, 20);
+    let garbage = client("garbage", &url, 4);
+    let check = client("check", &url, 60);
+    let (ok, out, _) = finish(run, Duration::from_secs(120));
+    seen_lines.extend(lines.try_iter());
+    let stderr = seen_lines.join("\n");
+    assert!(ok, "the run failed:\n{stderr}\n{out}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    let (cok, cout, cerr) = finish(check, Duration::from_secs(30));
+    let seen = seen_by_client(cok, &cout, &cerr);
+    let _ = finish(garbage, Duration::from_secs(10));
+    let mut idle = idle;
+    let _ = idle.kill();
+    let _ = idle.wait();
+
+    // The run, unharmed.
+    assert_eq!(report["succeeded"], true, "{report}");
+    let op = |name: &str| {
+        report["operators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|o| o["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(op("sink")["frames"]["in"], serde_json::json!([frames]));
+    assert_eq!(op("gray")["frames"]["in"], serde_json::json!([frames]));
+    for e in report["edges"].as_array().unwrap() {
+        assert_eq!(e["frames"], frames, "{e}");
+        assert_eq!(e["dropped"], 0, "{e}");
+    }
+    // 100 frames at 20 fps: 5 s, and the operators' start.
+    let wall = report["wall_seconds"].as_f64().unwrap();
+    assert!(wall < 15.0, "{wall} s:\n{stderr}");
+
+    // What the client saw.
+    assert_frames_checked(&seen);
+    for name in ["camera", "gray", "src", "sink"] {
+        let last = &seen["operators"][name];
+        assert_eq!(last["frames"], op(name)["frames"], "{name}: {last}");
+        assert_eq!(last["restarts"], op(name)["restarts"], "{name}");
+        assert!(last["cpu_seconds"].as_f64().is_some(), "{name}: {last}");
+    }
+    assert!(seen["operator_messages"].as_u64().unwrap() >= 8, "{seen}");
+    assert_eq!(seen["schemas"]["log"], "protobuf foxglove.Log");
+    let logs = seen["logs"].as_array().unwrap();
+    assert!(
+        logs.iter()
+            .any(|l| l["name"] == "sink" && l["message"] == format!("sink: {frames} frames")),
+        "{logs:#?}"
+    );
+    assert!(
+        logs.iter().any(|l| l["name"] == "fastio"
+            && l["message"].as_str().unwrap().starts_with("streams: ")
+            && l["level"] == 2),
+        "{logs:#?}"
+    );
+    assert_eq!(seen["end"]["succeeded"], true);
+    assert_eq!(seen["end"]["text"], "succeeded");
+    assert_eq!(seen["end"]["pipeline"], "viewed");
+    // One line per client: the check client twice, the idle one, the
+    // garbage one's WebSocket.
+    let connected = stderr.matches("viewer: client ").count();
+    assert!(connected >= 4, "{connected} clients:\n{stderr}");
+    assert!(stderr.contains("viewer: a client left"), "{stderr}");
+}
+
+/// `fastio view --wait` started before the run finds it when it starts
+/// and shows it to a client to its end; then, beside a second run, a
+/// `fastio view` stopped by Ctrl-C (SIGINT) mid-run says so and exits 0,
+/// and that run goes on to its last frame.
+#[test]
+fn fastio_view_waits_for_the_run_and_its_ctrl_c_leaves_the_run_alone() {
+    node_modules();
+    let dir = tmpdir("standalone");
+    let frames = 100;
+    let p = pipeline(&dir, "viewed-alone", frames);
+    let view = || {
+        Command::new(common::fastio())
+            .args([
+                "view",
+                "--pipeline",
+                "viewed-alone",
+                "--wait",
+                "60",
+                "--listen",
+                "127.0.0.1:0",
+                "--rate",
+                "10",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let run = || {
+        Command::new(common::fastio())
+            .arg("run")
+            .arg(&p)
+            .args(["--report", "json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let all_frames = |child: Child| {
+        let (ok, out, err) = finish(child, Duration::from_secs(120));
+        assert!(ok, "the run failed: {err}\n{out}");
+        let report: Value = serde_json::from_str(&out).unwrap();
+        for e in report["edges"].as_array().unwrap() {
+            assert_eq!(e["frames"], frames, "{e}");
+        }
+    };
+
+    let mut viewer = view();
+    std::thread::sleep(Duration::from_millis(300));
+    let first = run();
+    let lines = stderr_lines(&mut viewer);
+    let mut seen_lines = Vec::new();
+    let url = viewer_url(&lines, &mut seen_lines);
+    let check = client("check", &url, 60);
+    all_frames(first);
+    let (cok, cout, cerr) = finish(check, Duration::from_secs(30));
+    let seen = seen_by_client(cok, &cout, &cerr);
+    assert_frames_checked(&seen);
+    // Outside the driver: how it ended is not known, restarts neither.
+    assert_eq!(seen["end"]["ended"], true);
+    assert!(seen["end"]["succeeded"].is_null(), "{seen}");
+    assert!(seen["operators"]["sink"]["restarts"].is_null());
+    let (vok, _, _) = finish(viewer, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(100));
+    seen_lines.extend(lines.try_iter());
+    assert!(vok, "{seen_lines:#?}");
+    assert!(
+        seen_lines.iter().any(|l| l.contains("view: the run ended")),
+        "{seen_lines:#?}"
+    );
+
+    // Ctrl-C of a viewer: the run goes on.
+    let mut viewer = view();
+    let second = run();
+    let lines = stderr_lines(&mut viewer);
+    let mut seen_lines = Vec::new();
+    viewer_url(&lines, &mut seen_lines);
+    std::thread::sleep(Duration::from_secs(1));
+    let st = Command::new("kill")
+        .args(["-INT", &viewer.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let (vok, _, _) = finish(viewer, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(100));
+    seen_lines.extend(lines.try_iter());
+    assert!(vok, "{seen_lines:#?}");
+    assert!(
+        seen_lines
+            .iter()
+            .any(|l| l.contains("view: stopped (the run goes on)")),
+        "{seen_lines:#?}"
+    );
+    all_frames(second);
+}
