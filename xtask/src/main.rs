@@ -18,6 +18,7 @@ mod headers;
 mod install;
 mod interop;
 mod miri;
+mod node;
 mod numpy_diff;
 mod python;
 mod report;
@@ -47,6 +48,7 @@ commands:
   headers                    regenerate fastio-capi's C headers (cbindgen)
   install --prefix DIR       install the C/C++ library: shared and static libraries, headers, pkg-config file, CMake package
   install --check            install into target/, build a C program (pkg-config) and examples/cpp (CMake) against it, run the C++ operators in the demos
+  node                       npm install Foxglove's client of its WebSocket protocol (pinned) into target/node-foxglove, for the viewer's tests
   python                     pip install crates/fastio-python into a new venv, check it alone, then run pytest (numpy, JAX, TVM beside it) and stubtest
   numpy [--cases N] [--seed S] ndobject's views, casts and string transcodes against numpy (default 3000 cases)";
 
@@ -65,6 +67,7 @@ fn main() -> ExitCode {
         Some("install") if args.get(1).map(String::as_str) == Some("--check") => install::check(),
         Some("install") => install::parse_args(&args[1..]).and_then(|prefix| install::run(&prefix)),
         Some("python") => python::run(),
+        Some("node") => node::foxglove_client().map(|m| println!("{}", m.display())),
         Some(wake_probe::COMMAND) => wake_probe::role(&args[1..]),
         Some("numpy") => numpy_diff::parse_args(&args[1..])
             .and_then(|(cases, seed)| numpy_diff::run(cases, seed)),
@@ -117,8 +120,15 @@ fn ci() -> Result<(), String> {
     // examples' operators beside `fastio`, `fastio-net`'s examples) before
     // any test starts: the tests only find them (FASTIO_TEST_PREBUILT),
     // never build beside tests that run.
+    // Foxglove's own client of its WebSocket protocol (npm), which the
+    // viewer's tests run in Node.js.
+    let foxglove_client = node::foxglove_client()?;
     let test_log = Step::new("test", cargo(["test", "--workspace", "--all-features"]))
         .env("FASTIO_ZENOH_PYTHON", &zenoh_python.display().to_string())
+        .env(
+            "FASTIO_FOXGLOVE_NODE_MODULES",
+            &foxglove_client.display().to_string(),
+        )
         .env("FASTIO_TEST_PREBUILT", "1")
         .run()?;
     let (passed, failed) = step::count_tests(&test_log);
