@@ -277,7 +277,19 @@ impl NetOptions {
             // Endpoints are addresses; names are bound to certificates by
             // the access control instead (`trust.rs`).
             set("transport/link/tls/verify_name_on_connect", "false".into())?;
-            set("transport/link/tls/close_link_on_expiration", "true".into())?;
+            // Off, whatever a file says: with it, every QUIC link gets a
+            // watcher whose handle its first close takes, and Zenoh's
+            // low-latency transport closes a link twice when both ends
+            // close together (its `delete`, from our session's close and
+            // from the peer's `Close` or the end of the connection, does
+            // not check that the link is closed already): the second close
+            // panicked ("handle should be set", zenoh-link-commons 1.10.2
+            // tls.rs:192) at the end of most three-host runs. Certificates
+            // are checked at each handshake instead (docs/hosts.md).
+            set(
+                "transport/link/tls/close_link_on_expiration",
+                "false".into(),
+            )?;
         }
         check_endpoints(&c, &transport)?;
         Ok(c)
