@@ -170,9 +170,8 @@ fn host_link(
     let transport = o.transport().map_err(refused)?;
     // The whole configuration, checked before anything is said or opened.
     o.zenoh_config().map_err(refused)?;
-    if let fastio_net::Transport::MutualTls(files) = &transport {
-        files.check(host).map_err(refused)?;
-    }
+    // This host's certificate and key (over mutual TLS), before joining.
+    o.check_tls().map_err(refused)?;
     eprintln!(
         "fastio: host {host} joins run {} over {transport}",
         o.run_id

@@ -9,7 +9,8 @@
 //! ```text
 //! intruder --connect ENDPOINT [--ca F] [--cert F --key F]
 //!          --prefix fastio/<pipeline>/<run> --as HOST
-//!          [--entry OP/OUTPUT/TO] [--stream OP/OUTPUT/TO] --seconds S
+//!          [--entry OP/OUTPUT/TO] [--stream OP/OUTPUT/TO] [--read KEYS]
+//!          --seconds S
 //! ```
 //!
 //! Every 50 ms it says `ready`, `started` and `succeeded` as HOST, puts a
@@ -19,7 +20,7 @@
 //! with a liveliness token `<prefix>/host/HOST` declared throughout.
 //! It prints `intruder: received N samples, M tokens: KEYS` at the end,
 //! the keys of what reached it from other peers (not its own puts and
-//! token).
+//! token). It subscribes to `**` (everything), or to `--read KEYS`.
 
 #![forbid(unsafe_code)]
 
@@ -46,6 +47,7 @@ fn run() -> Result<(), String> {
     let (mut connect, mut ca, mut cert, mut key) = (None, None, None, None);
     let (mut prefix, mut host, mut entry, mut stream, mut seconds) =
         (None, None, None, None, 5.0_f64);
+    let mut read = "**".to_owned();
     while let Some(a) = args.next() {
         let mut v = || args.next().ok_or(format!("{a} needs a value"));
         match a.as_str() {
@@ -57,6 +59,7 @@ fn run() -> Result<(), String> {
             "--as" => host = Some(v()?),
             "--entry" => entry = Some(v()?),
             "--stream" => stream = Some(v()?),
+            "--read" => read = v()?,
             "--seconds" => seconds = v()?.parse().map_err(|e| format!("--seconds: {e}"))?,
             _ => return Err(format!("unknown argument {a}")),
         }
@@ -99,7 +102,7 @@ fn run() -> Result<(), String> {
     let received: Arc<Mutex<(u64, u64, BTreeSet<String>)>> = Arc::default();
     let r1 = received.clone();
     let _all = session
-        .declare_subscriber("**")
+        .declare_subscriber(read.clone())
         .allowed_origin(zenoh::sample::Locality::Remote)
         .callback(move |s: Sample| {
             let mut r = r1.lock().unwrap();
@@ -112,7 +115,7 @@ fn run() -> Result<(), String> {
     let own_token = format!("{prefix}/host/{host}");
     let _tokens = session
         .liveliness()
-        .declare_subscriber("**")
+        .declare_subscriber(read)
         .history(true)
         .callback(move |s: Sample| {
             if s.key_expr().as_str() == own_token {

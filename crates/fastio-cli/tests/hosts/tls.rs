@@ -53,13 +53,18 @@ impl Pki {
         ]
     }
 
-    /// A certificate for `host` signed by this CA that expired a day ago
-    /// (`NAME.pem`, `NAME.key`).
+    /// A certificate for `host` signed by this CA that was valid for one
+    /// day, 2025-01-01 (`NAME.pem`, `NAME.key`): expired as a real one
+    /// is. (`openssl x509 -days -1` would make one that ends before it
+    /// begins, which rustls calls `Expired` without the times; OpenSSL
+    /// 3.0's `x509` takes no dates, its `ca` does.)
     fn expired(&self, host: &str, name: &str) {
         let script = format!(
             "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout {name}.key -out {name}.csr -subj /CN={host}\n\
              printf 'subjectAltName=DNS:{host}\\nbasicConstraints=CA:FALSE\\nkeyUsage=digitalSignature\\nextendedKeyUsage=serverAuth,clientAuth\\n' > {name}.ext\n\
-             openssl x509 -req -in {name}.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days -1 -extfile {name}.ext -out {name}.pem\n"
+             mkdir -p {name}-ca/new && : > {name}-ca/index.txt && echo 01 > {name}-ca/serial\n\
+             printf '[ca]\\ndefault_ca = d\\n[d]\\ndatabase = {name}-ca/index.txt\\nnew_certs_dir = {name}-ca/new\\nserial = {name}-ca/serial\\ndefault_md = sha256\\npolicy = p\\nunique_subject = no\\n[p]\\ncommonName = supplied\\n' > {name}-ca.cnf\n\
+             openssl ca -batch -notext -config {name}-ca.cnf -cert ca.pem -keyfile ca.key -in {name}.csr -out {name}.pem -startdate 20250101000000Z -enddate 20250102000000Z -extfile {name}.ext\n"
         );
         sh(&self.dir, &script);
     }
@@ -301,7 +306,7 @@ fn a_host_refuses_a_certificate_that_is_not_its_own_or_a_tls_endpoint_without_on
     let err = run(args);
     assert!(
         err.contains(&format!(
-            "tls {}: its common name is \"scanner\", not this host's name \"gpu\"",
+            "tls --tls-cert {}: its common name is \"scanner\", not this host's name \"gpu\"",
             pki.file("scanner.pem")
         )),
         "{err}"
@@ -319,7 +324,7 @@ fn a_host_refuses_a_certificate_that_is_not_its_own_or_a_tls_endpoint_without_on
     ];
     let err = run(args);
     assert!(
-        err.contains(&format!("tls {}: expired ", pki.file("old.pem"))),
+        err.contains(&format!("tls --tls-cert {}: expired ", pki.file("old.pem"))),
         "{err}"
     );
     // A quic/ endpoint without certificates; a tcp/ one beside them;
@@ -363,7 +368,11 @@ fn peers_without_the_right_certificate_cannot_join_and_the_host_says_why() {
     // waits.
     let intruder = intruder();
     let cases = [
-        (Credentials::Plain, "a TLS connection refused: "),
+        (
+            Credentials::Plain,
+            // A client without TLS settings trusts the web's CAs only.
+            "a TLS connection refused by the peer: invalid peer certificate: UnknownIssuer",
+        ),
         (
             Credentials::NoCertificate,
             "a TLS connection refused: peer sent no certificates",
@@ -371,12 +380,15 @@ fn peers_without_the_right_certificate_cannot_join_and_the_host_says_why() {
         (
             Credentials::OtherCa,
             // Both CAs are "fastio run CA": the issuer is found by name,
-            // its signature is not the CA's.
-            "a TLS connection refused: invalid peer certificate: BadSignature",
+            // its signature is not the CA's. The intruder trusts only its
+            // own CA: it refuses gpu's certificate first.
+            "a TLS connection refused by the peer: invalid peer certificate: BadSignature",
         ),
         (
             Credentials::Expired,
-            "a TLS connection refused: invalid peer certificate: Expired",
+            // rustls's text, with the time it verified at (the intruder
+            // tries again each second: the newest only).
+            "a TLS connection refused: invalid peer certificate: certificate expired: verification time ",
         ),
         (
             Credentials::Stranger,
@@ -428,6 +440,19 @@ fn peers_without_the_right_certificate_cannot_join_and_the_host_says_why() {
                     && line.contains(why),
                 "{who}: {why}:\n{line}"
             );
+            if let Credentials::Expired = cred {
+                // 1735776000: 2025-01-02, when `old.pem` ended.
+                let (_, rest) = line.split_once(why).unwrap();
+                let (_, rest) = rest
+                    .split_once(" (UNIX), but certificate is not valid after 1735776000 (")
+                    .unwrap_or_else(|| panic!("{who}:\n{line}"));
+                assert!(rest.ends_with(" seconds ago)"), "{who}:\n{line}");
+                assert_eq!(
+                    line.matches("certificate expired").count(),
+                    1,
+                    "{who}:\n{line}"
+                );
+            }
             // Nothing of the intruder's was taken for scanner's: the sink
             // never ran.
             assert!(rg.checksum("v").is_none(), "{who}:\n{}", rg.stdout);
@@ -503,7 +528,7 @@ fn a_valid_certificate_cannot_take_another_hosts_part_and_strangers_read_nothing
 
 #[test]
 fn forged_frames_of_another_host_are_never_placed_in_a_stream() {
-    let Some(mut hosts) = Hosts::new("tlsfrm", 4) else {
+    let Some(mut hosts) = Hosts::new("tlsfrm", 5) else {
         return;
     };
     let pki = Pki::make(&hosts.dir.join("pki"), "a b mallory");
@@ -542,6 +567,12 @@ fn forged_frames_of_another_host_are_never_placed_in_a_stream() {
         let ia = intruder_args(1, &pki, &other, cred, "a", &forge, 8.0);
         intruders.push((cred, hosts.start_program(2 + j, &intruder, &ia)));
     }
+    // A second peer with b's certificate, at host a, reading the run's
+    // keys: not refused (docs/hosts.md): it is b to host a, and may do
+    // only what b may.
+    let mut ia = intruder_args(0, &pki, &other, Credentials::HostOf("b"), "a", &forge, 8.0);
+    ia.extend(["--read".into(), "fastio/trustedstreams/run/**".into()]);
+    let second_b = hosts.start_program(4, &intruder, &ia);
     sleep_ms(500);
     let a = hosts.start(0, &na);
     let b = hosts.start(1, &nb);
@@ -556,6 +587,205 @@ fn forged_frames_of_another_host_are_never_placed_in_a_stream() {
         let (samples, tokens, keys) = intruder_saw(&r);
         if matches!(cred, Credentials::Stranger) {
             assert_eq!((samples, tokens), (0, 0), "the stranger read {keys}");
+        }
+    }
+    // The second b kept its link and read what host a sends b (the
+    // camera's frames for b), and the hosts' tokens; its forged frames
+    // of a's were dropped (every frame above is the camera's).
+    let (samples, tokens, keys) = intruder_saw(&hosts.wait(second_b));
+    assert!(samples > 0 && tokens > 0, "{samples} {tokens}: {keys}");
+    let keys: Vec<&str> = keys.split_whitespace().collect();
+    assert!(
+        keys.contains(&"fastio/trustedstreams/run/stream/camera/v/b")
+            && keys.contains(&"fastio/trustedstreams/run/op/a/camera"),
+        "{keys:?}"
+    );
+}
+
+/// Issue 50, item 4: a private key that cannot serve is told at start,
+/// before joining, in one line naming the option and the file: a
+/// directory, an empty file, junk, another host's key (by the options and
+/// by a Zenoh configuration file's keys).
+#[test]
+fn a_bad_private_key_is_told_at_start_in_one_line() {
+    let dir = std::env::temp_dir().join(format!("fio-tlskey-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let pki = Pki::make(&dir.join("pki"), "scanner gpu");
+    let file = one_shot_yaml(&dir, 0);
+    let keys = dir.join("keys");
+    std::fs::create_dir_all(keys.join("a-directory")).unwrap();
+    std::fs::write(keys.join("empty.key"), b"").unwrap();
+    std::fs::write(keys.join("junk.key"), b"not a key at all\n").unwrap();
+    let not_pem = "not a PEM private key (no BEGIN PRIVATE KEY, BEGIN EC PRIVATE KEY or BEGIN RSA PRIVATE KEY block)";
+    let cases = [
+        (
+            keys.join("a-directory").display().to_string(),
+            "a directory, not a PEM private key".to_owned(),
+        ),
+        (
+            keys.join("empty.key").display().to_string(),
+            "an empty file, not a PEM private key".to_owned(),
+        ),
+        (
+            keys.join("junk.key").display().to_string(),
+            not_pem.to_owned(),
+        ),
+        (
+            pki.file("scanner.key"),
+            format!(
+                "not the key of --tls-cert {} (their public keys differ)",
+                pki.file("gpu.pem")
+            ),
+        ),
+    ];
+    // One line, exit 2, at once: the join timeout (30 s) never begins.
+    let run = |extra: Vec<String>| {
+        let t0 = Instant::now();
+        let out = Command::new(fastio())
+            .args(["run"])
+            .arg(&file)
+            .args(["--host", "gpu", "--join-timeout", "30"])
+            .args(extra)
+            .output()
+            .unwrap();
+        let took = t0.elapsed();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(took < Duration::from_secs(5), "{took:?}: {err}");
+        err
+    };
+    for (key, why) in &cases {
+        let mut args = vec!["--listen".to_owned(), "quic/127.0.0.1:0".into()];
+        args.extend([
+            "--tls-ca".into(),
+            pki.file("ca.pem"),
+            "--tls-cert".into(),
+            pki.file("gpu.pem"),
+            "--tls-key".into(),
+            key.clone(),
+        ]);
+        let err = run(args);
+        assert_eq!(
+            err,
+            format!("fastio: {}: tls --tls-key {key}: {why}\n", file.display()),
+            "{key}"
+        );
+    }
+    // The same files by a Zenoh configuration file: its key is named.
+    let (key, why) = &cases[3];
+    let config = format!(
+        "{{ mode: \"peer\", scouting: {{ multicast: {{ enabled: false }} }}, listen: {{ endpoints: [\"quic/127.0.0.1:0\"] }},\n\
+           transport: {{ link: {{ tls: {{ root_ca_certificate: {ca:?}, listen_certificate: {cert:?}, listen_private_key: {key:?}, enable_mtls: true }} }} }} }}\n",
+        ca = pki.file("ca.pem"),
+        cert = pki.file("gpu.pem"),
+    );
+    let config = write(&dir, "gpu.json5", &config);
+    let err = run(vec!["--zenoh-config".into(), config.display().to_string()]);
+    let why = why.replace("--tls-cert", "transport/link/tls/listen_certificate");
+    assert_eq!(
+        err,
+        format!(
+            "fastio: {}: tls transport/link/tls/listen_private_key {key}: {why}\n",
+            file.display()
+        )
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue 50, item 6: a host whose files are of another CA connects to a
+/// host of the run: it refuses that host's certificate, that host learns
+/// it was refused, and both name the refusal in their lines. A host whose
+/// certificate is of another CA than its own `--tls-ca` (which every
+/// other host shares) is told so at start, in one line.
+#[test]
+fn a_certificate_of_another_ca_is_named_on_both_sides() {
+    let Some(mut hosts) = Hosts::new("tlsca", 2) else {
+        return;
+    };
+    let pki = Pki::make(&hosts.dir.join("pki"), "scanner gpu");
+    // Another CA of the same name: the issuer is found, its signature
+    // is not the CA's.
+    let other = Pki::make(&hosts.dir.join("other"), "scanner gpu");
+    let file = one_shot_yaml(&hosts.dir, 0);
+    let bad = "invalid peer certificate: BadSignature";
+    let (a0, a1) = (addr(0), addr(1));
+    for (round, gpu_ca) in [other.file("ca.pem"), pki.file("ca.pem")]
+        .into_iter()
+        .enumerate()
+    {
+        let port = 7470 + round as u16;
+        let with_port = |net: Vec<String>| -> Vec<String> {
+            net.into_iter()
+                .map(|a| a.replace(":7447", &format!(":{port}")))
+                .collect()
+        };
+        let mut ns = with_port(tls_net(&hosts, 0));
+        ns.extend(pki.args("scanner"));
+        let mut ng = with_port(tls_net(&hosts, 1));
+        ng.extend([
+            "--tls-ca".into(),
+            gpu_ca.clone(),
+            "--tls-cert".into(),
+            other.file("gpu.pem"),
+            "--tls-key".into(),
+            other.file("gpu.key"),
+        ]);
+        let short = |mut a: Vec<String>| {
+            let t = a.iter().position(|a| a == "--join-timeout").unwrap();
+            a[t + 1] = "4".into();
+            a
+        };
+        let s = hosts.start(0, &short(run_args(&file, "scanner", ns, &[])));
+        sleep_ms(300);
+        let g = hosts.start(1, &short(run_args(&file, "gpu", ng, &[])));
+        let rs = hosts.wait(s);
+        let rg = hosts.wait(g);
+        let line = |r: &HostRun| {
+            r.stderr
+                .lines()
+                .find(|l| l.starts_with("fastio: ") && !l.contains(" joins run "))
+                .unwrap_or_else(|| panic!("round {round}: no error line:\n{}", r.stderr))
+                .to_owned()
+        };
+        let not_joined = format!(
+            "fastio: {}: host scanner: host gpu of pipeline trusted did not join run run within 4s (connect: -; listen: quic/{a0}:{port})",
+            file.display()
+        );
+        assert_eq!(rs.rc, 1, "round {round}: scanner:\n{}", rs.stderr);
+        if round == 0 {
+            // gpu trusts only the other CA: it refuses scanner's
+            // certificate, and scanner hears it refused by its peer.
+            assert_eq!(rg.rc, 1, "round {round}: gpu:\n{}", rg.stderr);
+            assert_eq!(
+                line(&rs),
+                format!(
+                    "{not_joined}; refused meanwhile: a TLS connection refused by the peer: {bad}"
+                ),
+                "round {round}: {}",
+                rs.stderr
+            );
+            assert_eq!(
+                line(&rg),
+                format!(
+                    "fastio: {}: host gpu: host scanner of pipeline trusted did not join run run within 4s (connect: quic/{a0}:{port}; listen: quic/{a1}:{port}); refused meanwhile: a TLS connection to quic/{a0}:{port} refused: {bad}",
+                    file.display()
+                ),
+                "round {round}: {}",
+                rg.stderr
+            );
+        } else {
+            // gpu has the run's CA but a certificate of another: told at
+            // start (every other host would refuse it), never connected.
+            assert_eq!(rg.rc, 2, "round {round}: gpu:\n{}", rg.stderr);
+            assert_eq!(
+                rg.stderr,
+                format!(
+                    "fastio: {}: tls --tls-cert {}: not a certificate of --tls-ca {gpu_ca} ({bad}): every other host would refuse it\n",
+                    file.display(),
+                    other.file("gpu.pem")
+                )
+            );
+            assert_eq!(line(&rs), not_joined, "round {round}: {}", rs.stderr);
         }
     }
 }

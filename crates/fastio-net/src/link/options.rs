@@ -1,7 +1,7 @@
 //! How one host joins a run ([`NetOptions`]) and the Zenoh
 //! configuration it makes.
 
-use super::trust::TlsFiles;
+use super::trust::{TlsFiles, TlsOptionNames};
 use super::*;
 
 /// Zenoh's receive buffers per link (`transport/link/rx/buffer_size`)
@@ -209,6 +209,24 @@ impl NetOptions {
             cert: need("listen_certificate")?.into(),
             key: need("listen_private_key")?.into(),
         }))
+    }
+
+    /// Checks this host's TLS files, when the run is over mutual TLS
+    /// ([`Self::transport`]), as [`TlsFiles::check`] does; each error
+    /// names the option that gave the file: `--tls-key` and the others
+    /// ([`Self::tls`]), or the configuration file's key
+    /// (`transport/link/tls/listen_private_key` and the others). `None`
+    /// over plain TCP.
+    pub fn check_tls(&self) -> Result<Option<CertificateSummary>, NetError> {
+        let Transport::MutualTls(files) = self.transport()? else {
+            return Ok(None);
+        };
+        let names = if self.tls.is_some() {
+            TlsOptionNames::CLI
+        } else {
+            TlsOptionNames::CONFIG_FILE
+        };
+        files.check_given(&self.host, names).map(Some)
     }
 
     /// The Zenoh configuration these options make (without the access

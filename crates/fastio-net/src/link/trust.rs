@@ -57,12 +57,7 @@ pub fn read_certificate(path: &Path) -> Result<CertificateSummary, NetError> {
         what: path.display().to_string(),
         why,
     };
-    // A certificate is a few KiB; a bigger file is not one.
-    let meta = std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
-    if meta.len() > 1 << 20 {
-        return Err(bad(format!("{} bytes: not a PEM certificate", meta.len())));
-    }
-    let text = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+    let text = read_pem(path, "a PEM certificate")?;
     let (_, pem) = x509_parser::pem::parse_x509_pem(&text)
         .map_err(|e| bad(format!("not a PEM certificate ({e})")))?;
     if pem.label != "CERTIFICATE" {
@@ -93,20 +88,180 @@ pub fn read_certificate(path: &Path) -> Result<CertificateSummary, NetError> {
     })
 }
 
+/// The names of the options that gave a run's TLS files, for messages.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TlsOptionNames {
+    ca: &'static str,
+    cert: &'static str,
+    key: &'static str,
+}
+
+impl TlsOptionNames {
+    /// `fastio run`'s options.
+    pub(crate) const CLI: TlsOptionNames = TlsOptionNames {
+        ca: "--tls-ca",
+        cert: "--tls-cert",
+        key: "--tls-key",
+    };
+    /// The keys of a Zenoh configuration file (`--zenoh-config`).
+    pub(crate) const CONFIG_FILE: TlsOptionNames = TlsOptionNames {
+        ca: "transport/link/tls/root_ca_certificate",
+        cert: "transport/link/tls/listen_certificate",
+        key: "transport/link/tls/listen_private_key",
+    };
+}
+
+/// `e` of the file given by `option`: its `what` names the option too
+/// (`--tls-key FILE`).
+fn given_by(option: &str, e: NetError) -> NetError {
+    match e {
+        NetError::Tls { what, why } => NetError::Tls {
+            what: format!("{option} {what}"),
+            why,
+        },
+        e => e,
+    }
+}
+
+/// The largest TLS file read: a PEM certificate or key is a few KiB.
+const LARGEST_PEM: u64 = 1 << 20;
+
+/// Reads a PEM file of at most [`LARGEST_PEM`] bytes; `kind` says what it
+/// should hold (for the messages).
+fn read_pem(path: &Path, kind: &str) -> Result<Vec<u8>, NetError> {
+    let bad = |why: String| NetError::Tls {
+        what: path.display().to_string(),
+        why,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| bad(e.to_string()))?;
+    if meta.is_dir() {
+        return Err(bad(format!("a directory, not {kind}")));
+    }
+    if meta.len() > LARGEST_PEM {
+        return Err(bad(format!("{} bytes: not {kind}", meta.len())));
+    }
+    let bytes = std::fs::read(path).map_err(|e| bad(e.to_string()))?;
+    if bytes.is_empty() {
+        return Err(bad(format!("an empty file, not {kind}")));
+    }
+    Ok(bytes)
+}
+
+/// Reads the private key of a PEM file as Zenoh's QUIC link does
+/// (zenoh-link-commons 1.10 `quic/utils.rs`): the first of its `RSA
+/// PRIVATE KEY` blocks, else of its `PRIVATE KEY` (PKCS #8) ones, else of
+/// its `EC PRIVATE KEY` ones; and checks that rustls can sign with it.
+fn read_private_key(path: &Path) -> Result<std::sync::Arc<dyn rustls::sign::SigningKey>, NetError> {
+    use rustls::pki_types::PrivateKeyDer;
+    const KIND: &str = "a PEM private key";
+    let bad = |why: String| NetError::Tls {
+        what: path.display().to_string(),
+        why,
+    };
+    let pem = read_pem(path, KIND)?;
+    let unreadable = |e: std::io::Error| bad(format!("not {KIND} ({e})"));
+    let mut keys: Vec<PrivateKeyDer<'static>> =
+        rustls_pemfile::rsa_private_keys(&mut pem.as_slice())
+            .map(|k| k.map(PrivateKeyDer::from))
+            .collect::<Result<_, _>>()
+            .map_err(unreadable)?;
+    if keys.is_empty() {
+        keys = rustls_pemfile::pkcs8_private_keys(&mut pem.as_slice())
+            .map(|k| k.map(PrivateKeyDer::from))
+            .collect::<Result<_, _>>()
+            .map_err(unreadable)?;
+    }
+    if keys.is_empty() {
+        keys = rustls_pemfile::ec_private_keys(&mut pem.as_slice())
+            .map(|k| k.map(PrivateKeyDer::from))
+            .collect::<Result<_, _>>()
+            .map_err(unreadable)?;
+    }
+    let Some(key) = keys.into_iter().next() else {
+        let encrypted = pem
+            .windows(b"ENCRYPTED PRIVATE KEY".len())
+            .any(|w| w == b"ENCRYPTED PRIVATE KEY");
+        return Err(bad(if encrypted {
+            format!(
+                "an encrypted private key: Zenoh reads only unencrypted ones (`openssl pkey -in {0} -out {0}.plain`)",
+                path.display()
+            )
+        } else {
+            format!(
+                "not {KIND} (no BEGIN PRIVATE KEY, BEGIN EC PRIVATE KEY or BEGIN RSA PRIVATE KEY block)"
+            )
+        }));
+    };
+    rustls::crypto::ring::sign::any_supported_type(&key)
+        .map_err(|e| bad(format!("a private key TLS cannot sign with ({e})")))
+}
+
+/// Reads the first certificate of a PEM file as rustls takes it (DER).
+fn read_certificate_der(
+    path: &Path,
+) -> Result<rustls::pki_types::CertificateDer<'static>, NetError> {
+    const KIND: &str = "a PEM certificate";
+    let bad = |why: String| NetError::Tls {
+        what: path.display().to_string(),
+        why,
+    };
+    let pem = read_pem(path, KIND)?;
+    rustls_pemfile::certs(&mut pem.as_slice())
+        .next()
+        .ok_or_else(|| bad(format!("not {KIND}")))?
+        .map_err(|e| bad(format!("not {KIND} ({e})")))
+}
+
+/// Whether `cert` is one the hosts of a run whose CA is `ca` accept, as
+/// Zenoh's QUIC link checks a peer's (rustls with ring; the name is not
+/// checked): as a client's certificate and as a server's.
+fn signed_by(
+    cert: &rustls::pki_types::CertificateDer<'static>,
+    ca: rustls::pki_types::CertificateDer<'static>,
+) -> Result<(), rustls::Error> {
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(ca)?;
+    let roots = std::sync::Arc::new(roots);
+    let now = rustls::pki_types::UnixTime::now();
+    rustls::server::WebPkiClientVerifier::builder_with_provider(roots.clone(), provider.clone())
+        .build()
+        .map_err(|e| rustls::Error::General(e.to_string()))?
+        .verify_client_cert(cert, &[], now)?;
+    let parsed = rustls::server::ParsedCertificate::try_from(cert)?;
+    rustls::client::verify_server_cert_signed_by_trust_anchor(
+        &parsed,
+        &roots,
+        &[],
+        now,
+        provider.signature_verification_algorithms.all,
+    )
+}
+
 impl TlsFiles {
     /// Checks this host's files before any connection, so that a mistake
-    /// of ours is told here rather than as a refusal on the other hosts:
-    /// the files read, the CA and the certificate are certificates, the
-    /// certificate names `host` and is valid now.
+    /// of ours is told here rather than as a refusal on the other hosts
+    /// (or as nothing at all: a key Zenoh cannot use leaves the host
+    /// waiting for peers that never link): the CA and the certificate are
+    /// certificates, the certificate names `host`, is valid now and is
+    /// signed by the CA (as the other hosts check it), and the private key
+    /// reads and is the key of the certificate. Each
+    /// error names the option (`--tls-ca`, `--tls-cert`, `--tls-key`) and
+    /// the file.
     pub fn check(&self, host: &str) -> Result<CertificateSummary, NetError> {
-        read_certificate(&self.ca)?;
-        std::fs::metadata(&self.key).map_err(|e| NetError::Tls {
-            what: self.key.display().to_string(),
-            why: e.to_string(),
-        })?;
-        let cert = read_certificate(&self.cert)?;
+        self.check_given(host, TlsOptionNames::CLI)
+    }
+
+    /// [`TlsFiles::check`], the files given by the options `names`.
+    pub(crate) fn check_given(
+        &self,
+        host: &str,
+        names: TlsOptionNames,
+    ) -> Result<CertificateSummary, NetError> {
+        read_certificate(&self.ca).map_err(|e| given_by(names.ca, e))?;
+        let cert = read_certificate(&self.cert).map_err(|e| given_by(names.cert, e))?;
         let bad = |why: String| NetError::Tls {
-            what: self.cert.display().to_string(),
+            what: format!("{} {}", names.cert, self.cert.display()),
             why,
         };
         if cert.common_name.as_deref() != Some(host) {
@@ -131,6 +286,37 @@ impl TlsFiles {
                 "valid only in {} s: no host would accept it yet",
                 cert.not_before - now
             )));
+        }
+        let der = read_certificate_der(&self.cert).map_err(|e| given_by(names.cert, e))?;
+        // Signed by the CA, as the other hosts check it: as a client's
+        // (when this host connects) and as a server's (when it listens).
+        let ca = read_certificate_der(&self.ca).map_err(|e| given_by(names.ca, e))?;
+        if let Err(e) = signed_by(&der, ca) {
+            return Err(bad(format!(
+                "not a certificate of {} {} ({e}): every other host would refuse it",
+                names.ca,
+                self.ca.display()
+            )));
+        }
+        let key = read_private_key(&self.key).map_err(|e| given_by(names.key, e))?;
+        // The key's public key against the certificate's (their
+        // SubjectPublicKeyInfo, compared by rustls).
+        match rustls::sign::CertifiedKey::new(vec![der], key).keys_match() {
+            Ok(()) => {}
+            Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => {
+                return Err(NetError::Tls {
+                    what: format!("{} {}", names.key, self.key.display()),
+                    why: format!(
+                        "not the key of {} {} (their public keys differ)",
+                        names.cert,
+                        self.cert.display()
+                    ),
+                });
+            }
+            // The key cannot give its public key (no key rustls signs
+            // with here): it is not checked beyond signing.
+            Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::Unknown)) => {}
+            Err(e) => return Err(bad(format!("not a certificate TLS takes ({e})"))),
         }
         Ok(cert)
     }
@@ -214,12 +400,19 @@ pub struct Refusals {
 impl Refusals {
     const MOST: usize = 32;
 
-    /// Notes one refusal (a repeat of one already noted is not noted
-    /// again).
+    /// Notes one refusal. A repeat of one already noted is not noted
+    /// again; one that differs only in the time rustls verified at (an
+    /// expired certificate's `verification time ...`, each attempt anew)
+    /// replaces it.
     pub fn note(&self, what: String) {
         let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
         if seen.contains(&what) {
             return;
+        }
+        let clockless = |r: &str| r.split(VERIFIED_AT).next().map(str::to_owned);
+        if what.contains(VERIFIED_AT) {
+            let key = clockless(&what);
+            seen.retain(|r| !r.contains(VERIFIED_AT) || clockless(r) != key);
         }
         if seen.len() == Self::MOST {
             seen.pop_front();
@@ -234,6 +427,10 @@ impl Refusals {
     }
 }
 
+/// Where rustls's text of an expired (or not yet valid) certificate gives
+/// the time it verified at.
+const VERIFIED_AT: &str = "verification time ";
+
 /// The refusals of this process.
 pub fn refusals() -> &'static Refusals {
     static R: OnceLock<Refusals> = OnceLock::new();
@@ -241,14 +438,17 @@ pub fn refusals() -> &'static Refusals {
 }
 
 /// Installs the process's `tracing` subscriber once: Zenoh's log to
-/// stderr as `RUST_LOG` asks (as Zenoh's own would), and every warning of
-/// Zenoh's TLS links (a handshake refused: no certificate, an unknown CA,
-/// an expired certificate) noted in [`refusals`]. Does nothing when the
-/// process already has a subscriber (then refusals are not gathered).
+/// stderr as `RUST_LOG` asks (as Zenoh's own would), and every handshake
+/// of Zenoh's TLS links refused (no certificate, an unknown CA, an
+/// expired certificate), on either side, noted in [`refusals`]: the
+/// warnings of Zenoh's QUIC listener, and the reports of Zenoh's
+/// connector (`DEBUG`: "Unable to connect to configured peer ...", once
+/// a try). Does nothing when the process already has a subscriber (then
+/// refusals are not gathered).
 ///
 /// Without `RUST_LOG`, every other event and span stays disabled at its
-/// call site (interest never) and levels above `WARN` are not even looked
-/// at, about as cheap as no subscriber at all: a layer that is not there
+/// call site (interest never) and `TRACE` is not even looked at, about
+/// as cheap as no subscriber at all: a layer that is not there
 /// must not be given (an absent `Option` layer says it wants everything,
 /// and then each of Zenoh's trace spans was made and dropped for every
 /// message, several µs of a 4 KiB round trip between hosts).
@@ -276,40 +476,70 @@ fn subscriber(log: bool) -> Box<dyn tracing::Subscriber + Send + Sync> {
     }
 }
 
-/// [`RefusalLayer`] for the TLS warnings only: every other call site is
+/// [`RefusalLayer`] for the TLS reports only: every other call site is
 /// disabled where it is (`FilterFn` caches its answer as the call site's
-/// interest), and nothing above `WARN` is asked.
+/// interest), and nothing above `DEBUG` is asked.
 fn refusal_layer<S>() -> impl tracing_subscriber::Layer<S>
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
     use tracing_subscriber::Layer as _;
     RefusalLayer.with_filter(
-        tracing_subscriber::filter::filter_fn(is_tls_warning)
-            .with_max_level_hint(tracing::level_filters::LevelFilter::WARN),
+        tracing_subscriber::filter::filter_fn(is_tls_report)
+            .with_max_level_hint(tracing::level_filters::LevelFilter::DEBUG),
     )
 }
 
-/// Notes the warnings of Zenoh's TLS links in [`refusals`].
+/// Notes the refused handshakes of Zenoh's TLS links in [`refusals`].
 struct RefusalLayer;
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for RefusalLayer {
     fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
-        if !is_tls_warning(event.metadata()) {
+        let meta = event.metadata();
+        if !is_tls_report(meta) {
             return;
         }
         let mut text = MessageText(String::new());
         event.record(&mut text);
-        if let Some(why) = refusal_reason(&text.0) {
-            refusals().note(format!("a TLS connection refused: {why}"));
+        let refusal = if meta.target() == LISTENER {
+            accept_refusal(&text.0)
+        } else {
+            connect_refusal(&text.0)
+        };
+        if let Some(r) = refusal {
+            refusals().note(r);
         }
     }
 }
 
-/// The warnings of Zenoh's QUIC listener (a refused handshake); not its
-/// other notes (such as skipping the server's name, which we ask for).
-fn is_tls_warning(meta: &tracing::Metadata<'_>) -> bool {
-    meta.target() == "zenoh_link_commons::quic::unicast" && *meta.level() <= tracing::Level::WARN
+/// The target of the warnings of Zenoh's QUIC listener (a handshake
+/// that failed).
+const LISTENER: &str = "zenoh_link_commons::quic::unicast";
+/// The target of the reports of Zenoh's connector (a connection to a
+/// configured endpoint that failed, at `DEBUG` when it will be tried
+/// again).
+const CONNECTOR: &str = "zenoh::net::runtime::orchestrator";
+
+/// The warnings of Zenoh's QUIC listener (not its other notes, such as
+/// skipping the server's name, which we ask for), and the reports of its
+/// connector.
+fn is_tls_report(meta: &tracing::Metadata<'_>) -> bool {
+    (meta.target() == LISTENER && *meta.level() <= tracing::Level::WARN)
+        || (meta.target() == CONNECTOR && *meta.level() <= tracing::Level::DEBUG)
+}
+
+/// What a failed handshake of the listener says: `a TLS connection
+/// refused: WHY` when this host refused the peer's certificate (Zenoh's
+/// `TransportError`), `a TLS connection refused by the peer: WHY` when
+/// the peer closed the handshake, refusing this host's certificate
+/// (`ConnectionClosed`, its reason).
+fn accept_refusal(report: &str) -> Option<String> {
+    let why = refusal_reason(report)?;
+    Some(if report.contains("ConnectionClosed(") {
+        format!("a TLS connection refused by the peer: {why}")
+    } else {
+        format!("a TLS connection refused: {why}")
+    })
 }
 
 /// The reason in a refused QUIC handshake's report (`... reason:
@@ -326,6 +556,49 @@ fn refusal_reason(report: &str) -> Option<String> {
         plain.trim().trim_end_matches('.').to_owned()
     });
     (!why.is_empty()).then_some(why)
+}
+
+/// What a connection that failed in its TLS handshake says, on the
+/// connecting side: `a TLS connection to ENDPOINT refused: WHY` when this
+/// host refused the peer's certificate, `... refused by the peer: WHY`
+/// when the peer refused this host's (`aborted by peer`). From Zenoh's
+/// report: `Unable to connect to configured peer quic/10.0.0.1:7447!
+/// Cannot initialize QUIC streams 10.0.0.1: aborted by peer: the
+/// cryptographic handshake failed: error 42: invalid peer certificate:
+/// BadSignature at /.../unicast.rs:602.. Retry in 1s.` Any other failure
+/// (nobody listening yet, a connection lost) is no refusal: `None`.
+fn connect_refusal(report: &str) -> Option<String> {
+    let (before, after) = report.split_once("the cryptographic handshake failed: ")?;
+    // `error N: ` is the TLS alert's number.
+    let why = after
+        .split_once(": ")
+        .filter(|(alert, _)| alert.starts_with("error "))
+        .map_or(after, |(_, why)| why);
+    // Zenoh's error ends with where it was made, and the retry.
+    let why = why
+        .split(" at /")
+        .next()
+        .and_then(|w| w.split(". Retry in").next())
+        .unwrap_or_default()
+        .trim()
+        .trim_end_matches('.');
+    if why.is_empty() {
+        return None;
+    }
+    let to = [
+        "Unable to connect to configured peer ",
+        "Unable to connect to ",
+    ]
+    .iter()
+    .find_map(|p| before.strip_prefix(p))
+    .and_then(|rest| rest.split_once('!'))
+    .map_or_else(|| "a peer".to_owned(), |(e, _)| e.trim().to_owned());
+    let by = if before.contains("aborted by peer") {
+        " by the peer"
+    } else {
+        ""
+    };
+    Some(format!("a TLS connection to {to} refused{by}: {why}"))
 }
 
 struct MessageText(String);
@@ -349,16 +622,68 @@ mod tests {
             refusal_reason(r).as_deref(),
             Some("invalid peer certificate: UnknownIssuer")
         );
+        // The peer closed it: it refused ours.
+        assert_eq!(
+            accept_refusal(r).as_deref(),
+            Some("a TLS connection refused by the peer: invalid peer certificate: UnknownIssuer")
+        );
         let r = "QUIC acceptor failed: TransportError(Error { code: Code::crypto(74), frame: None, reason: \"peer sent no certificates\" }) at x";
         assert_eq!(
             refusal_reason(r).as_deref(),
             Some("peer sent no certificates")
         );
         assert_eq!(
+            accept_refusal(r).as_deref(),
+            Some("a TLS connection refused: peer sent no certificates")
+        );
+        assert_eq!(
             refusal_reason("timed out. Hint: increase the system open file limit.").as_deref(),
             Some("timed out")
         );
         assert_eq!(refusal_reason(" Hint: x"), None);
+    }
+
+    #[test]
+    fn a_refused_connection_is_told_by_whom_and_why() {
+        // Zenoh 1.10.2's reports, as printed (ours refused theirs; they
+        // refused ours; not a refusal).
+        let ours = "Unable to connect to configured peer quic/127.0.0.1:17801! Can not create a new QUIC link bound to 127.0.0.1: the cryptographic handshake failed: error 51: invalid peer certificate: BadSignature at /root/.cargo/registry/src/x/zenoh-link-commons-1.10.2/src/quic/unicast.rs:597.. Retry in 1s.";
+        assert_eq!(
+            connect_refusal(ours).as_deref(),
+            Some(
+                "a TLS connection to quic/127.0.0.1:17801 refused: invalid peer certificate: BadSignature"
+            )
+        );
+        let theirs = "Unable to connect to configured peer quic/127.0.0.1:17811! Cannot initialize QUIC streams 127.0.0.1: aborted by peer: the cryptographic handshake failed: error 51: invalid peer certificate: BadSignature at /root/.cargo/registry/src/x/zenoh-link-commons-1.10.2/src/quic/unicast.rs:602.. Retry in 2s.";
+        assert_eq!(
+            connect_refusal(theirs).as_deref(),
+            Some(
+                "a TLS connection to quic/127.0.0.1:17811 refused by the peer: invalid peer certificate: BadSignature"
+            )
+        );
+        let lost = "Unable to connect to configured peer quic/127.0.0.1:17811! Read error on QUIC link 0.0.0.0:48547 => 127.0.0.1:17811: connection lost at /root/.cargo/registry/src/x/zenoh-link-quic-1.10.2/src/unicast.rs:135.. Retry in 1s.";
+        assert_eq!(connect_refusal(lost), None);
+    }
+
+    #[test]
+    fn an_expired_certificate_tried_again_is_one_refusal() {
+        let r = Refusals::default();
+        let at = |t: u64| {
+            format!(
+                "a TLS connection refused: invalid peer certificate: certificate expired: verification time {t} (UNIX), but certificate is not valid after 1735776000 ({} seconds ago)",
+                t - 1_735_776_000
+            )
+        };
+        r.note("a TLS connection refused: peer sent no certificates".into());
+        r.note(at(1_796_619_915));
+        r.note(at(1_796_619_916));
+        assert_eq!(
+            r.all(),
+            [
+                "a TLS connection refused: peer sent no certificates".to_owned(),
+                at(1_796_619_916)
+            ]
+        );
     }
 
     /// A call site of the target and level given, for asking a
@@ -393,7 +718,7 @@ mod tests {
         let d = subscriber(false);
         assert_eq!(
             d.max_level_hint(),
-            Some(tracing::level_filters::LevelFilter::WARN)
+            Some(tracing::level_filters::LevelFilter::DEBUG)
         );
         // Every other call site is off where it is (never, not
         // "sometimes": nothing is made for it per event).
@@ -401,11 +726,15 @@ mod tests {
             call_site!("zenoh_transport::unicast", tracing::Level::TRACE),
             call_site!("zenoh_transport::unicast", tracing::Level::WARN),
             call_site!("zenoh_link_commons::quic::unicast", tracing::Level::INFO),
+            call_site!("zenoh::net::runtime::orchestrator", tracing::Level::TRACE),
+            call_site!("zenoh::net::routing", tracing::Level::DEBUG),
         ] {
             assert!(d.register_callsite(meta).is_never(), "{meta:?}");
         }
         let refusal = call_site!("zenoh_link_commons::quic::unicast", tracing::Level::WARN);
         assert!(d.register_callsite(refusal).is_always());
+        let connect = call_site!("zenoh::net::runtime::orchestrator", tracing::Level::DEBUG);
+        assert!(d.register_callsite(connect).is_always());
     }
 
     #[test]
@@ -416,11 +745,20 @@ mod tests {
             target: "zenoh_link_commons::quic::unicast",
             "QUIC acceptor failed: TransportError(Error {{ code: Code::crypto(74), frame: None, reason: \"watcher test: no certificate\" }}) at x"
         );
+        tracing::debug!(
+            target: "zenoh::net::runtime::orchestrator",
+            "Unable to connect to configured peer quic/192.0.2.1:7447! Cannot initialize QUIC streams 192.0.2.1: aborted by peer: the cryptographic handshake failed: error 48: watcher test: UnknownIssuer at /x/unicast.rs:602.. Retry in 1s."
+        );
         tracing::warn!(target: "zenoh_transport::unicast", "not a refusal: watcher test");
         let seen = refusals().all();
         assert!(
             seen.iter()
                 .any(|r| r == "a TLS connection refused: watcher test: no certificate"),
+            "{seen:?}"
+        );
+        assert!(
+            seen.iter().any(|r| r
+                == "a TLS connection to quic/192.0.2.1:7447 refused by the peer: watcher test: UnknownIssuer"),
             "{seen:?}"
         );
         assert!(
