@@ -63,9 +63,20 @@ pub(crate) fn run() -> Result<(), String> {
         if name == "fastio-python" {
             continue;
         }
+        // fastio-net's only `unsafe` (`link::sockets`: two socket options
+        // of Zenoh's sockets, by descriptor) is foreign calls Miri cannot
+        // interpret, behind its `zenoh` feature (Tokio and sockets, which
+        // Miri cannot run either); its unit test runs natively in the test
+        // step. Under Miri: what is left without the feature (`wire`, the
+        // format of what crosses, read from untrusted bytes).
+        let features = if name == "fastio-net" {
+            "--no-default-features"
+        } else {
+            "--all-features"
+        };
         Step::new(
             format!("miri {name}"),
-            cargo_nightly(["miri", "test", "-p", &name, "--lib", "--all-features"]),
+            cargo_nightly(["miri", "test", "-p", &name, "--lib", features]),
         )
         .run()?;
     }
