@@ -1,4 +1,4 @@
-//! Project automation: `cargo xtask ci | flake | fuzz | miri | bench | blaze | interop | numpy | install`.
+//! Project automation: `cargo xtask ci | flake | soak | fuzz | miri | bench | blaze | interop | numpy | install`.
 //!
 //! Every subcommand runs the same tools a developer would run by hand, in
 //! the workspace root, and stops at the first failure with its output.
@@ -22,6 +22,7 @@ mod node;
 mod numpy_diff;
 mod python;
 mod report;
+mod soak;
 mod step;
 mod venv;
 mod wake_probe;
@@ -37,6 +38,8 @@ commands:
   ci                         fmt, clippy, tests, shm leak check, docs, package, Blaze check, TVM interop, numpy diff, Python package, install check, loom, miri, fuzz
   flake --runs N [--load K] [--filter NAME] [CARGO TEST ARGS...] [-- TEST ARGS...]
                              the test step N times (the workspace, or `-p fastio-cli --test metrics`...), with K busy loops beside it; lists every test that failed at least once, with its first panic
+  soak hosts --rounds N [--seed S] [--tls | --plain]
+                             three namespace hosts streaming (plain TCP and mutual TLS, alternating), one random fault a round (driver SIGKILL, link cut, link flap, operator SIGKILL, driver SIGSTOP 5 s) at a random moment; prints hangs, exits out of the bound, wrong causes, wrong frames, leaks, processes left, the slowest exit; writes target/soak-hosts.json (root)
   miri                       unit tests of the crates that contain unsafe, under Miri
   fuzz [--seconds N] [TARGET] replay the committed corpora, then fuzz each target (default 60 s)
   fuzz --cmin [TARGET]       minimize the corpora before committing them
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
     let result = match args.first().map(String::as_str) {
         Some("ci") => ci(),
         Some("flake") => flake::parse_args(&args[1..]).and_then(|o| flake::run(&o)),
+        Some("soak") => soak::parse_args(&args[1..]).and_then(|o| soak::run(&o)),
         Some("miri") => miri::run(),
         Some("fuzz") => fuzz::parse_args(&args[1..])
             .and_then(|(secs, target, cmin)| fuzz::run(secs, target.as_deref(), cmin)),
