@@ -25,7 +25,7 @@ pub(crate) const USAGE: &str = "soak hosts --rounds N [--seed S] [--tls | --plai
 const TEST: &str = "soak_rounds_of_random_faults_on_three_hosts";
 
 /// The counters of a round line, in the order they are printed.
-const COUNTS: [&str; 7] = [
+const COUNTS: [&str; 8] = [
     "hangs",
     "out_of_bound",
     "wrong_causes",
@@ -33,6 +33,7 @@ const COUNTS: [&str; 7] = [
     "leaks",
     "processes_left",
     "missed",
+    "split_causes",
 ];
 
 /// What `cargo xtask soak hosts` was asked.
@@ -282,6 +283,7 @@ pub(crate) fn run(o: &Options) -> Result<(), String> {
         "leaks": count("leaks"),
         "processes_left": count("processes_left"),
         "missed": count("missed"),
+        "split_causes": count("split_causes"),
         "bound_ms": 11000,
         "slowest_exit_ms": slowest,
         "faults": faults,

@@ -1756,6 +1756,18 @@ fn soak_tls(dir: &Path) -> impl Fn(&str) -> Vec<String> + use<> {
 /// before the run started: host X gone); the `failure` of its `--report
 /// json` as `KIND:HOST[:OPERATOR][:LOST]`; else `rc=N`. With that
 /// failure.
+/// Whether a host's end in a flap round names some host gone (another
+/// than the flapped one: a mesh the flap split, where each side judged the
+/// other gone) or frames lost on a link (one that went down and came back
+/// within the lease, its messages in flight lost with it: the receiving
+/// host fails the stream at the gap).
+fn flap_split(fault: Fault, token: &str) -> bool {
+    matches!(fault, Fault::LinkFlap(_))
+        && ["host-gone:", "early-gone:", "join-timeout:", "transfer:"]
+            .iter()
+            .any(|p| token.starts_with(p))
+}
+
 fn soak_end(run: &HostRun) -> (String, Option<serde_json::Value>) {
     match run.rc {
         0 => return ("ok".into(), None),
@@ -1878,6 +1890,7 @@ fn soak_rounds_of_random_faults_on_three_hosts() {
     // hangs, out of bound, wrong causes, wrong frames, leaks, processes
     // left (hosts, each round).
     let mut totals = [0usize; 6];
+    let mut split_total = 0usize;
     let mut slowest = Duration::ZERO;
     for round in 0..rounds {
         let tls = match tls_mode.as_str() {
@@ -2002,6 +2015,10 @@ fn soak_rounds_of_random_faults_on_three_hosts() {
         let ok = ends.iter().all(|(t, _)| t == "ok");
         let mut notes: Vec<String> = Vec::new();
         let mut counts = [stuck.len(), 0, 0, 0, 0, left.len()];
+        // Flaps that split the mesh (some links closed, others kept): the
+        // hosts on each side name the other gone (a known limit, counted
+        // and shown, not a pass: docs/hosts.md, "Faults by the hundred").
+        let mut splits: Vec<String> = Vec::new();
         if !left.is_empty() {
             notes.push(format!("left running: {left:?}"));
         }
@@ -2080,7 +2097,9 @@ fn soak_rounds_of_random_faults_on_three_hosts() {
                 _ if i == x => itself(token),
                 _ => witness(token),
             };
-            if !right {
+            if !right && flap_split(fault, token) {
+                splits.push(format!("host {h} ends with {token}"));
+            } else if !right {
                 counts[2] += 1;
                 notes.push(format!("host {h} ends with {token}"));
             }
@@ -2104,8 +2123,15 @@ fn soak_rounds_of_random_faults_on_three_hosts() {
         if let Some((h0, f0)) = typed.first()
             && let Some((h, f)) = typed.iter().find(|(_, f)| !same(f, f0))
         {
-            counts[2] += 1;
-            notes.push(format!("causes differ: host {h0} {f0}, host {h} {f}"));
+            let what = format!("causes differ: host {h0} {f0}, host {h} {f}");
+            if matches!(fault, Fault::LinkFlap(_))
+                && (f["kind"] == "host-gone" || f["kind"] == "transfer")
+            {
+                splits.push(what);
+            } else {
+                counts[2] += 1;
+                notes.push(what);
+            }
         }
         if ok
             && !r[2]
@@ -2137,7 +2163,7 @@ fn soak_rounds_of_random_faults_on_three_hosts() {
             *t += c;
         }
         eprintln!(
-            "soak round={round} fault={} host={fx} at_ms={at_ms}{flap} tls={} outcome={outcome} slowest_exit_ms={} hangs={} out_of_bound={} wrong_causes={} wrong_frames={} leaks={} processes_left={} missed={} cause={cause}",
+            "soak round={round} fault={} host={fx} at_ms={at_ms}{flap} tls={} outcome={outcome} slowest_exit_ms={} hangs={} out_of_bound={} wrong_causes={} wrong_frames={} leaks={} processes_left={} missed={} split_causes={} cause={cause}",
             fault.name(),
             u8::from(tls),
             round_slowest.as_millis(),
@@ -2148,7 +2174,12 @@ fn soak_rounds_of_random_faults_on_three_hosts() {
             counts[4],
             counts[5],
             u8::from(missed),
+            splits.len(),
         );
+        split_total += splits.len();
+        for w in &splits {
+            eprintln!("soak round {round}: a split mesh: {w}");
+        }
         if !notes.is_empty() {
             for (h, run) in names.iter().zip(&r) {
                 let tail: Vec<&str> = run.stderr.lines().rev().take(30).collect();
@@ -2166,7 +2197,7 @@ fn soak_rounds_of_random_faults_on_three_hosts() {
         }
     }
     eprintln!(
-        "soak summary rounds={rounds} seed={seed:#x} hangs={} out_of_bound={} wrong_causes={} wrong_frames={} leaks={} processes_left={} slowest_exit_ms={}",
+        "soak summary rounds={rounds} seed={seed:#x} hangs={} out_of_bound={} wrong_causes={} wrong_frames={} leaks={} processes_left={} split_causes={split_total} slowest_exit_ms={}",
         totals[0],
         totals[1],
         totals[2],
@@ -2247,8 +2278,9 @@ fn a_host_sizes_zenohs_threads_for_the_machine_unless_told() {
 }
 
 /// The median age (µs) of a phased sink's frames before, during and after
-/// its slow phase (fio-streamop's `sink: latency p50 us ...` line).
-fn phase_latency_us(stdout: &str) -> [u64; 3] {
+/// its slow phase, and its median cycle (from one frame to the next)
+/// during it (fio-streamop's `sink: latency p50 us ...` line).
+fn phase_latency_us(stdout: &str) -> [u64; 4] {
     let line = stdout
         .lines()
         .find_map(|l| l.split_once("sink: latency p50 us ").map(|(_, r)| r))
@@ -2258,7 +2290,7 @@ fn phase_latency_us(stdout: &str) -> [u64; 3] {
         let i = f.iter().position(|w| *w == k).unwrap();
         f[i + 1].parse().unwrap()
     };
-    [at("before"), at("during"), at("after")]
+    [at("before"), at("during"), at("after"), at("cycle")]
 }
 
 /// Issue 51, part 1: back-pressure across hosts holds what the pipeline
@@ -2277,12 +2309,12 @@ fn a_slow_consumer_on_a_third_host_holds_the_chain_to_the_depth_asked_for() {
     };
     let array = "type: array, element-type: uint32, shape: [-1, 64]";
     let o = streamop();
-    let frames = 120;
+    let frames = 900;
     let yaml = format!(
         "api-version: 0.5.0\nname: latency\nplacement:\n  default: a\n  hosts:\n    b: [stage]\n    c: [sink]\noperators:\n\
          - name: camera\n  container: {{image: t, command: [{o}, source, v]}}\n  output: [{{name: v, {array}}}]\n\
          - name: stage\n  container: {{image: t, command: [{o}, stage, v, w]}}\n  input: [{{from: camera, name: v, {array}}}]\n  output: [{{name: w, {array}}}]\n\
-         - name: sink\n  container: {{image: t, command: [{o}, sink, w], variables: {{SLOW_US: '4000', SLOW_FROM: '40', SLOW_UNTIL: '80', EXPECT_FRAMES: '{frames}'}}}}\n  input: [{{from: stage, name: w, {array}}}]\n\
+         - name: sink\n  container: {{image: t, command: [{o}, sink, w], variables: {{SLOW_US: '4000', SLOW_FROM: '300', SLOW_UNTIL: '600', EXPECT_FRAMES: '{frames}'}}}}\n  input: [{{from: stage, name: w, {array}}}]\n\
          streaming:\n  frames: {frames}\n  depth: 4\n  overflow: block\n  max-shape:\n    camera/v: [128, 64]\n    stage/w: [128, 64]\n"
     );
     let file = write(&hosts.dir, "latency.yaml", &yaml);
@@ -2297,12 +2329,22 @@ fn a_slow_consumer_on_a_third_host_holds_the_chain_to_the_depth_asked_for() {
     }
     let want = format!("[sink] sink: {frames} frames");
     assert!(r[2].stdout.contains(&want), "{want}:\n{}", r[2].stdout);
-    let [before, during, after] = phase_latency_us(&r[2].stdout);
-    eprintln!("sink's median age: before {before} µs, during {during} µs, after {after} µs");
-    let bound_us = (3 * 4 + 4) * 4_000;
+    let [before, during, after, cycle] = phase_latency_us(&r[2].stdout);
+    eprintln!(
+        "sink's median age: before {before} µs, during {during} µs, after {after} µs; its cycle \
+         while slow {cycle} µs"
+    );
+    // (3 × depth + 4) frames of the sink's own time per frame: 4 ms and
+    // what checking a frame's words takes (this build is unoptimised).
+    assert!(
+        (4_000..8_000).contains(&cycle),
+        "the slow sink's cycle is {cycle} µs"
+    );
+    let bound_us = (3 * 4 + 4) * cycle;
     assert!(
         during <= bound_us,
-        "while the sink is slow its frames are {during} µs old at the median (at most {bound_us})"
+        "while the sink is slow its frames are {during} µs old at the median (at most {bound_us}: \
+         16 frames of {cycle} µs)"
     );
     for (phase, p50) in [("before", before), ("after", after)] {
         assert!(

@@ -17,17 +17,26 @@
 //!   (the indices of consumers placed elsewhere are detached): it copies
 //!   each frame (part by part, as they come) into the next slot,
 //!   publishes it with the frame's shape,
-//!   source number and time, and says how many frames it has placed on
+//!   source number and time, and grants credit on
 //!   `<run>/credit/<entry>/<host>`.
 //!
-//! Credit: a forwarder sends a frame only while fewer than the crossing's
-//! window ([`crossing_window`]: the stream's depth, more for small frames)
-//! are sent and not placed. So a slow consumer fills its host's
-//! stream, the bridge waits for a slot, credit stops, the forwarder stops
-//! taking frames, and the producer's stream fills: the producer waits, as
-//! it would for a local consumer (under `block`; under `drop-oldest` each
-//! side drops instead). Zenoh's receiving thread never waits: at most
-//! a window of frames (plus the end) is ever queued for a bridge.
+//! Credit: a forwarder sends frame `n` only when `n` is below the newest
+//! limit the bridge granted. Under `block` the limit is what the local
+//! consumers have *released* plus the crossing's window `W`: the consuming
+//! host never holds more than `W` frames its consumers have not finished
+//! with (in its stream and on their way). `W` adapts ([`Window`]): it
+//! starts at [`crossing_window`] (the stream's depth, more for small
+//! frames, at most [`MAX_WINDOW_DEPTHS`] × depth), halves towards the
+//! depth whenever a frame had to wait for a slot (the consumer, not the
+//! link, holds the stream back: a standing queue), and doubles back when
+//! every frame granted had arrived and was consumed already (the link, or
+//! the credit's round trip, is the limit). So a slow consumer holds its
+//! producer on the other host `depth` (its stream there) plus `depth`
+//! frames (here) back, and a fast one gets the window a link of small
+//! frames needs. Under `drop-oldest` the limit is what was placed plus
+//! the depth (each side drops instead of waiting). Zenoh's receiving
+//! thread never waits: at most a window of frames (plus the end) is ever
+//! queued for a bridge.
 //!
 //! The end of a stream crosses as an end message after its last frame;
 //! a poisoned stream as a poison. A bridge that stops for any other reason
@@ -82,48 +91,132 @@ impl Batch {
     }
 }
 
-/// Frames a consuming host has placed in its stream, as it last said.
-#[derive(Default)]
+/// The limit a consuming host granted, as it last said: frames numbered
+/// below it may be sent.
 pub(crate) struct Credit {
-    placed: Mutex<u64>,
+    limit: Mutex<u64>,
     changed: Condvar,
+    /// A credit message that is not one this build reads (a peer of
+    /// another version): the forwarder stops with it.
+    refused: Mutex<Option<String>>,
 }
 
 impl Credit {
-    /// A credit message arrived (they may overtake each other: the largest
-    /// count wins).
-    pub(crate) fn update(&self, placed: u64) {
-        let mut p = self.placed.lock().unwrap_or_else(|e| e.into_inner());
-        if placed > *p {
-            *p = placed;
+    /// Credit before the consuming host said anything: `limit`, the
+    /// crossing's first window (both hosts compute it from the plan).
+    pub(crate) fn new(limit: u64) -> Credit {
+        Credit {
+            limit: Mutex::new(limit),
+            changed: Condvar::new(),
+            refused: Mutex::new(None),
+        }
+    }
+
+    /// A credit message arrived (they may overtake each other, and a
+    /// shrinking window may grant less than before: the largest limit
+    /// wins).
+    pub(crate) fn update(&self, limit: u64) {
+        let mut l = self.limit.lock().unwrap_or_else(|e| e.into_inner());
+        if limit > *l {
+            *l = limit;
             self.changed.notify_all();
         }
     }
 
-    /// How many more frames may go now: `window` less the `sent` frames
-    /// not placed.
-    fn room(&self, sent: u64, window: u64) -> u64 {
-        let p = self.placed.lock().unwrap_or_else(|e| e.into_inner());
-        window.saturating_sub(sent.saturating_sub(*p))
+    /// A credit message this build does not read: why.
+    pub(crate) fn refuse(&self, why: String) {
+        let mut r = self.refused.lock().unwrap_or_else(|e| e.into_inner());
+        r.get_or_insert(why);
+        drop(r);
+        let _l = self.limit.lock().unwrap_or_else(|e| e.into_inner());
+        self.changed.notify_all();
     }
 
-    /// Waits until fewer than `window` of the `sent` frames are not placed;
-    /// false when `give_up` says to stop first.
-    fn wait_below(&self, sent: u64, window: u64, give_up: &dyn Fn() -> bool) -> bool {
-        let mut p = self.placed.lock().unwrap_or_else(|e| e.into_inner());
+    fn refused(&self) -> Result<(), NetError> {
+        match &*self.refused.lock().unwrap_or_else(|e| e.into_inner()) {
+            Some(why) => Err(NetError::Protocol(format!("its credit: {why}"))),
+            None => Ok(()),
+        }
+    }
+
+    /// How many more frames may go now, `sent` sent.
+    fn room(&self, sent: u64) -> u64 {
+        let l = self.limit.lock().unwrap_or_else(|e| e.into_inner());
+        l.saturating_sub(sent)
+    }
+
+    /// Waits until frame `sent` may go; `Ok(false)` when `give_up` says to
+    /// stop first, an error when a credit message was refused.
+    fn wait_for(&self, sent: u64, give_up: &dyn Fn() -> bool) -> Result<bool, NetError> {
+        let mut l = self.limit.lock().unwrap_or_else(|e| e.into_inner());
         loop {
-            if sent.saturating_sub(*p) < window {
-                return true;
+            self.refused()?;
+            if sent < *l {
+                return Ok(true);
             }
             if give_up() {
-                return false;
+                return Ok(false);
             }
-            p = self
+            l = self
                 .changed
-                .wait_timeout(p, POLL)
+                .wait_timeout(l, POLL)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
+    }
+}
+
+/// A crossing's window on the consuming host: frames it lets the producing
+/// host send beyond what its consumers released, between the stream's
+/// depth and [`crossing_window`]'s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Window {
+    /// Now.
+    pub(crate) now: u64,
+    /// The least: the stream's depth.
+    pub(crate) least: u64,
+    /// The most: [`crossing_window`].
+    pub(crate) most: u64,
+    /// Grants to go before the window may grow again: a shrink sets it
+    /// (to twice the most), each grant lowers it. A consumer that holds
+    /// the stream back but now and then empties its stream (it waits on
+    /// something else: its own output) looks link-bound for a moment;
+    /// growing then only queues frames for it again.
+    pub(crate) calm: u64,
+}
+
+impl Window {
+    /// A window from `most` ([`crossing_window`]) down to `depth`,
+    /// starting at its most.
+    pub(crate) fn new(depth: u32, most: u64) -> Window {
+        let least = u64::from(depth.max(1)).min(most.max(1));
+        Window {
+            now: most.max(least),
+            least,
+            most: most.max(least),
+            calm: 0,
+        }
+    }
+
+    /// A frame waited for a slot: the consumer holds the stream back, the
+    /// window halves towards the depth.
+    pub(crate) fn shrink(&mut self) {
+        self.now = (self.now / 2).max(self.least);
+        self.calm = self.most.saturating_mul(2);
+    }
+
+    /// Every frame granted had arrived and been consumed when more was
+    /// granted: the link is the limit, the window doubles (unless a
+    /// shrink was too recent, [`Window::calm`]).
+    pub(crate) fn grow(&mut self) {
+        if self.calm == 0 {
+            self.now = self.now.saturating_mul(2).min(self.most);
+        }
+    }
+
+    /// A grant went out.
+    pub(crate) fn granted(&mut self) {
+        self.calm = self.calm.saturating_sub(1);
     }
 }
 
@@ -246,8 +339,6 @@ pub(crate) struct Forwarder {
     pub(crate) consumer: StreamConsumer,
     pub(crate) publisher: Arc<Publisher<'static>>,
     pub(crate) credit: Arc<Credit>,
-    /// Frames sent and not placed, at most.
-    pub(crate) window: u64,
     pub(crate) stop: Arc<AtomicBool>,
 }
 
@@ -298,10 +389,7 @@ impl Forwarder {
             // Credit first: a frame is taken only when it may go at once,
             // so this consumer never holds more frames than are in flight
             // (fewer than the depth, within `next`'s limit).
-            if !self
-                .credit
-                .wait_below(sent, self.window, &|| self.give_up())
-            {
+            if !self.credit.wait_for(sent, &|| self.give_up())? {
                 return Ok(());
             }
             match self.consumer.next(Some(POLL)) {
@@ -309,7 +397,7 @@ impl Forwarder {
                     // The frames already waiting go with it, as one
                     // message, as far as the credit allows; none is
                     // waited for (no frame waits for another).
-                    let room = self.credit.room(sent, self.window).max(1);
+                    let room = self.credit.room(sent).max(1);
                     let mut frames = vec![frame];
                     while (frames.len() as u64) < room {
                         match self.consumer.next(Some(Duration::ZERO)) {
@@ -433,10 +521,11 @@ pub(crate) struct Bridge {
 enum Work {
     /// A message to place (waiting for slots).
     Message(Incoming),
-    /// Credit is due: frames were placed in Zenoh's callback, which must
-    /// not put (a put may wait for the link, and the link for this
-    /// host's reading: two hosts streaming to each other would each wait
-    /// for the other).
+    /// Credit is due, or every frame granted is placed: frames were
+    /// placed in Zenoh's callback, which must not put (a put may wait for
+    /// the link, and the link for this host's reading: two hosts
+    /// streaming to each other would each wait for the other) nor wait for
+    /// the consumers' releases.
     Credit,
 }
 
@@ -447,14 +536,21 @@ pub(crate) struct Placer {
     /// The producing host.
     pub(crate) from: String,
     pub(crate) producer: StreamProducer,
+    /// How far the local stream's consumers have come.
+    pub(crate) releases: Arc<fastio::StreamReleases>,
     pub(crate) credit: Arc<Publisher<'static>>,
-    /// Frames placed between credit messages: half the window (at least
-    /// one), so the link carries half as many credit messages as frames
-    /// while the forwarder still always has frames in flight.
-    pub(crate) credit_every: u64,
+    /// The crossing's window (adapted as frames wait for slots or the
+    /// forwarder waits for credit).
+    pub(crate) window: Window,
+    /// Under `drop-oldest`: credit by frames placed, not released.
+    pub(crate) drop_oldest: bool,
+    /// A frame waited for a slot since the last grant.
+    pub(crate) waited: bool,
     pub(crate) stop: Arc<AtomicBool>,
     pub(crate) placed: u64,
-    pub(crate) credited: u64,
+    /// The limit granted last (the forwarder's first is the window's
+    /// most).
+    pub(crate) granted: u64,
     pub(crate) last: Option<u64>,
     /// The frame whose first part is placed and whose other parts are
     /// still to come (its slot taken).
@@ -514,9 +610,11 @@ impl Bridge {
                 }
                 match p.handle(item, false) {
                     Ok(Handled::Placed) => {
-                        if p.credit_due() {
-                            // The thread sends it (full: it is busy, and
-                            // sends credit after what it handles).
+                        // Credit due, or every frame granted here: the
+                        // thread sends it, or waits for the consumers'
+                        // releases to grant more (full: it is busy, and
+                        // sends credit after what it handles).
+                        if p.credit_due() || p.placed >= p.granted {
                             let _ = self.tx.try_send(Work::Credit);
                         }
                         return;
@@ -542,24 +640,56 @@ impl Bridge {
     fn send_credit(&self) {
         let due = {
             let mut p = self.placer.lock().unwrap_or_else(|e| e.into_inner());
-            if p.credit_due() {
-                p.credited = p.placed;
-                Some((p.placed, p.credit.clone()))
-            } else {
-                None
-            }
+            p.grant().map(|limit| (limit, p.credit.clone()))
         };
-        if let Some((placed, publisher)) = due {
+        if let Some((limit, publisher)) = due {
             // Lost with the run or the host, if it is not sent.
-            let _ = publisher.put(encode_credit(placed).to_vec()).wait();
+            let _ = publisher.put(encode_credit(limit).to_vec()).wait();
         }
+    }
+
+    /// What the local consumers released, when the forwarder has sent
+    /// every frame granted, all are placed and no more credit is due: the
+    /// bridge then waits for a consumer to let go of a frame (no frame
+    /// can come before it grants more).
+    fn starved(&self) -> Option<u64> {
+        let p = self.placer.lock().unwrap_or_else(|e| e.into_inner());
+        if p.ended || p.drop_oldest || self.queued.load(Ordering::Acquire) != 0 {
+            return None;
+        }
+        let released = p.releases.released();
+        (p.placed >= p.granted && p.limit(released) <= p.granted).then_some(released)
     }
 
     /// The bridge's thread: places what was handed to it, waiting for
     /// slots; ends the local stream when the run stops or the producing
     /// host is gone.
     pub(crate) fn run(&self) {
+        let releases = self
+            .placer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .releases
+            .clone();
         loop {
+            // Credit a release made due (none is sent from the consumers'
+            // side: only here, or after a frame is placed).
+            self.send_credit();
+            if let Some(released) = self.starved() {
+                // An end or a poison meanwhile is placed by the callback
+                // (the placer's lock is free while this waits).
+                releases.wait_past(released, POLL);
+                let mut p = self.placer.lock().unwrap_or_else(|e| e.into_inner());
+                if p.ended {
+                    return;
+                }
+                if p.give_up() {
+                    return p.end(Ok(Ended::Stopped));
+                }
+                drop(p);
+                self.send_credit();
+                continue;
+            }
             let got = match self.rx.recv_timeout(POLL) {
                 Ok(Work::Credit) => {
                     self.send_credit();
@@ -583,7 +713,18 @@ impl Bridge {
                     self.queued.fetch_sub(1, Ordering::AcqRel);
                     h
                 }
-                Err(RecvTimeoutError::Timeout) if !p.give_up() => continue,
+                Err(RecvTimeoutError::Timeout) if !p.give_up() => {
+                    // Nothing came for a while, though frames are granted:
+                    // the grant is said again (a credit message lost with
+                    // a link that went down and came back would otherwise
+                    // leave both sides waiting).
+                    if p.placed < p.granted {
+                        let (limit, publisher) = (p.granted, p.credit.clone());
+                        drop(p);
+                        let _ = publisher.put(encode_credit(limit).to_vec()).wait();
+                    }
+                    continue;
+                }
                 Err(_) => Ok(Handled::Ended(Ended::Stopped)),
             };
             match handled {
@@ -675,6 +816,17 @@ impl Placer {
                             self.last
                         )));
                     }
+                    // Under `block` every frame crosses, numbered one
+                    // after another: a gap is frames lost with a link that
+                    // went down and came back, never passed on as a
+                    // stream that looks whole.
+                    let next = self.last.map_or(0, |l| l.saturating_add(1));
+                    if !self.drop_oldest && seq != next {
+                        return Err(NetError::Protocol(format!(
+                            "frames {next} to {} never arrived (lost on the link)",
+                            seq.saturating_sub(1)
+                        )));
+                    }
                     let dims = frame_dims(shape)?;
                     let len = entry_bytes(element, shape).unwrap_or(0) as usize;
                     match self.slot(may_wait)? {
@@ -717,12 +869,53 @@ impl Placer {
         Ok(Handled::Placed)
     }
 
-    /// Whether credit is due: every `credit_every` frames placed. While
-    /// the forwarder waits (window frames not credited), at least
-    /// window - credit_every + 1 >= 1 of them are still to be placed
-    /// here, and placing them makes it due.
+    /// The limit the bridge would grant now, its consumers having
+    /// released every frame below `released`: that plus the window (under
+    /// `drop-oldest`, frames placed plus the window).
+    fn limit(&self, released: u64) -> u64 {
+        let from = if self.drop_oldest {
+            self.placed
+        } else {
+            released
+        };
+        from.saturating_add(self.window.now)
+    }
+
+    /// Whether credit is due: the limit grew by half a window (so the
+    /// link carries about two credit messages per window of frames while
+    /// the forwarder still always has frames to send), or by anything
+    /// once every frame granted is here (the forwarder waits for it).
     fn credit_due(&self) -> bool {
-        self.placed - self.credited >= self.credit_every
+        self.due(self.limit(self.releases.released()))
+    }
+
+    /// Whether granting `limit` is due (see [`Placer::credit_due`]).
+    fn due(&self, limit: u64) -> bool {
+        limit > self.granted
+            && (limit - self.granted >= self.window.now.div_ceil(2) || self.placed >= self.granted)
+    }
+
+    /// Adapts the window, then the limit to send, if credit is due
+    /// ([`Placer::credit_due`]). The window halves when a frame waited for
+    /// a slot since the last grant; it doubles when every frame granted
+    /// was here and consumed already (the forwarder waited on the link's
+    /// round trip, not on the consumer).
+    fn grant(&mut self) -> Option<u64> {
+        let released = self.releases.released();
+        if !self.drop_oldest {
+            if std::mem::take(&mut self.waited) {
+                self.window.shrink();
+            } else if self.placed >= self.granted && released >= self.placed {
+                self.window.grow();
+            }
+        }
+        let limit = self.limit(released);
+        if !self.due(limit) {
+            return None;
+        }
+        self.granted = limit;
+        self.window.granted();
+        Some(limit)
     }
 
     /// Takes the next slot: `Some(true)` taken, `Some(false)` the run
@@ -730,6 +923,14 @@ impl Placer {
     /// and `may_wait` is false.
     fn slot(&mut self, may_wait: bool) -> Result<Option<bool>, NetError> {
         let timeout = if may_wait { POLL } else { Duration::ZERO };
+        // A frame that finds no free slot: the consumer holds the stream
+        // back (the window shrinks at the next grant).
+        match self.producer.begin(Some(Duration::ZERO)) {
+            Ok(()) => return Ok(Some(true)),
+            Err(FioError::StreamTimeout { .. }) => self.waited = true,
+            Err(FioError::StreamPoisoned { .. }) => return Ok(Some(false)),
+            Err(e) => return Err(NetError::Protocol(e.to_string())),
+        }
         loop {
             match self.producer.begin(Some(timeout)) {
                 Ok(()) => return Ok(Some(true)),
@@ -991,6 +1192,47 @@ mod tests {
                 .collect();
             check_plan(&sizes, limit);
         }
+    }
+
+    #[test]
+    fn a_window_halves_to_the_depth_and_doubles_back_to_its_most() {
+        // 32 KiB frames, depth 4: at most 16 frames, at least 4.
+        let mut w = Window::new(4, crossing_window(4, false, 32 << 10));
+        assert_eq!((w.now, w.least, w.most), (16, 4, 16));
+        w.shrink();
+        assert_eq!(w.now, 8);
+        w.shrink();
+        w.shrink();
+        assert_eq!(w.now, 4, "never below the depth");
+        // Not straight after a shrink: after twice the most grants.
+        w.grow();
+        assert_eq!(w.now, 4);
+        for _ in 0..31 {
+            w.granted();
+        }
+        w.grow();
+        assert_eq!(w.now, 4, "one grant to go");
+        w.granted();
+        w.grow();
+        assert_eq!(w.now, 8);
+        w.grow();
+        w.grow();
+        assert_eq!(w.now, 16, "never above its most");
+        // Large frames: the depth is the most too.
+        let mut w = Window::new(4, crossing_window(4, false, 1 << 20));
+        w.grow();
+        assert_eq!((w.now, w.least, w.most), (4, 4, 4));
+        // Odd windows: a depth of 3 from 12.
+        let mut w = Window::new(3, 12);
+        w.shrink();
+        w.shrink();
+        assert_eq!(w.now, 3);
+        for _ in 0..24 {
+            w.granted();
+        }
+        w.grow();
+        w.grow();
+        assert_eq!(w.now, 12);
     }
 
     #[test]

@@ -39,9 +39,12 @@ use fastio::plan::EntryKind;
 
 /// The first bytes of every header.
 pub const MAGIC: [u8; 4] = *b"FIOX";
-/// The version of stream message headers this crate writes and reads (2:
-/// frames larger than a message cross in parts).
-pub const VERSION: u8 = 2;
+/// The version of stream message headers and credit messages this crate
+/// writes and reads (2: frames larger than a message cross in parts; 3:
+/// credit grants a limit, what the consuming host's consumers released
+/// plus the crossing's window, [`encode_credit`]). A peer of another
+/// version is refused with one line, never misread.
+pub const VERSION: u8 = 3;
 /// The version of entry piece headers ([`ChunkHeader`]) this crate writes
 /// and reads (2: the entry's key in the header).
 pub const CHUNK_VERSION: u8 = 2;
@@ -151,8 +154,13 @@ pub enum WireError {
     #[error("not a fastio entry header (magic {0:02x?})")]
     Magic([u8; 4]),
     /// A version this build does not read.
-    #[error("header version {0}; this build reads version {VERSION}")]
-    Version(u8),
+    #[error("header version {got}; this build reads version {reads}")]
+    Version {
+        /// The version the header says.
+        got: u8,
+        /// The version this build reads there.
+        reads: u8,
+    },
     /// A field out of its range.
     #[error("{0}")]
     Field(String),
@@ -230,7 +238,10 @@ impl<'a> Header<'a> {
             return Err(WireError::Magic(got));
         }
         if b[4] != version {
-            return Err(WireError::Version(b[4]));
+            return Err(WireError::Version {
+                got: b[4],
+                reads: version,
+            });
         }
         let ndim = usize::from(b[6]);
         if ndim > MAX_DIMS {
@@ -361,7 +372,7 @@ pub const STREAM_FIXED_BYTES: usize = 48;
 /// | offset | size | field |
 /// |---|---|---|
 /// | 0 | 4 | magic `FIOF` |
-/// | 4 | 1 | version, 2 |
+/// | 4 | 1 | version, 3 |
 /// | 5 | 1 | what: 0 frame, 1 end, 2 poisoned, 3 part of a frame |
 /// | 6 | 1 | number of dimensions `n` (0 but for a frame) |
 /// | 7 | 1 | 0 |
@@ -372,11 +383,14 @@ pub const STREAM_FIXED_BYTES: usize = 48;
 /// | 48 | 8 × n | frame: its shape |
 ///
 /// The consuming host answers on `<run>/credit/<operator>/<output>/<host>`
-/// with 8 bytes: how many frames it has placed in its local stream so far
-/// ([`decode_credit`]). A producing host sends a frame only while fewer
-/// than the crossing's window (the stream's depth, more for small frames)
-/// are sent and not placed: back-pressure crosses the link, and no reader
-/// ever blocks Zenoh's receiving thread.
+/// with a limit ([`encode_credit`]): a producing host sends frame `n` only
+/// when `n` is below the newest limit. Under `block` the limit is what the
+/// consuming host's consumers have released plus the crossing's window
+/// (between the stream's depth and four times it, at the depth while the
+/// consumer is what holds the stream back); under `drop-oldest`, frames
+/// placed plus the depth. Back-pressure crosses the link, bounded by what
+/// the pipeline asked for, and no reader ever blocks Zenoh's receiving
+/// thread.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StreamMsg {
     /// A frame.
@@ -553,18 +567,47 @@ impl StreamMsg {
     }
 }
 
-/// A credit message: frames placed so far, 8 bytes little-endian.
-pub fn encode_credit(placed: u64) -> [u8; 8] {
-    placed.to_le_bytes()
+/// The first bytes of a credit message.
+pub const CREDIT_MAGIC: [u8; 4] = *b"FIOC";
+/// Bytes of a credit message.
+pub const CREDIT_BYTES: usize = 16;
+
+/// A credit message (16 bytes): magic `FIOC`, the version ([`VERSION`]),
+/// 3 bytes of 0, then the limit, `u64` little-endian: the producing host
+/// may have sent the frames numbered below it (the consuming host's
+/// consumers released every frame below `limit - window`).
+pub fn encode_credit(limit: u64) -> [u8; CREDIT_BYTES] {
+    let mut b = [0u8; CREDIT_BYTES];
+    b[..4].copy_from_slice(&CREDIT_MAGIC);
+    b[4] = VERSION;
+    b[8..].copy_from_slice(&limit.to_le_bytes());
+    b
 }
 
-/// Reads a credit message ([`encode_credit`]).
+/// Reads a credit message ([`encode_credit`]): its limit.
 pub fn decode_credit(b: &[u8]) -> Result<u64, WireError> {
-    let w: [u8; 8] = b.try_into().map_err(|_| WireError::Length {
+    let w: [u8; CREDIT_BYTES] = b.try_into().map_err(|_| WireError::Length {
         got: b.len(),
-        want: 8,
+        want: CREDIT_BYTES,
     })?;
-    Ok(u64::from_le_bytes(w))
+    let magic = [w[0], w[1], w[2], w[3]];
+    if magic != CREDIT_MAGIC {
+        return Err(WireError::Magic(magic));
+    }
+    if w[4] != VERSION {
+        return Err(WireError::Version {
+            got: w[4],
+            reads: VERSION,
+        });
+    }
+    if w[5..8] != [0, 0, 0] {
+        return Err(WireError::Field(
+            "bytes 5 to 7 of a credit message are 0".into(),
+        ));
+    }
+    let mut limit = [0u8; 8];
+    limit.copy_from_slice(&w[8..]);
+    Ok(u64::from_le_bytes(limit))
 }
 
 /// What a host tells the others, one line per Zenoh sample on
@@ -712,7 +755,7 @@ mod tests {
         bad[4] = 1;
         assert!(matches!(
             ChunkHeader::decode(&bad),
-            Err(WireError::Version(1))
+            Err(WireError::Version { got: 1, reads: 2 })
         ));
         let long = ChunkHeader {
             entry: "x".repeat(MAX_KEY_BYTES + 1),
@@ -919,6 +962,24 @@ mod tests {
         );
         assert_eq!(StreamMsg::decode_all(&end.encode()).unwrap(), vec![end]);
         assert!(decode_credit(&[1, 2, 3]).is_err());
+        // A version-2 peer's credit (8 bytes: frames placed) is refused,
+        // as is a credit of another version or with a stray byte.
+        assert!(matches!(
+            decode_credit(&42u64.to_le_bytes()),
+            Err(WireError::Length { got: 8, want: 16 })
+        ));
+        let mut old = encode_credit(42);
+        old[4] = 2;
+        assert!(matches!(
+            decode_credit(&old),
+            Err(WireError::Version { got: 2, reads: 3 })
+        ));
+        let mut stray = encode_credit(42);
+        stray[6] = 1;
+        assert!(decode_credit(&stray).is_err());
+        let mut other = encode_credit(42);
+        other[..4].copy_from_slice(&STREAM_MAGIC);
+        assert!(matches!(decode_credit(&other), Err(WireError::Magic(_))));
     }
 
     #[test]

@@ -107,5 +107,5 @@ pub use steps::{
 };
 pub use stream::{
     ConsumerStatus, CopiedFrame, Frame, Frames, MAX_FRAME_DIMS, Overflow, STREAM_PREFIX, SlotMut,
-    StreamConsumer, StreamOptions, StreamProducer, StreamStatus, StreamTap,
+    StreamConsumer, StreamOptions, StreamProducer, StreamReleases, StreamStatus, StreamTap,
 };

@@ -649,3 +649,46 @@ fn a_consumer_stays_flat_over_100000_frames() {
     tx.end().unwrap();
     assert!(rx.success());
 }
+
+/// `Context::stream_releases`: how far every consumer has come, and a
+/// wait that a consumer's release ends (a bridge across hosts grants
+/// credit by it).
+#[test]
+fn releases_follow_the_slowest_consumer_and_wake_a_waiter() {
+    let ctx = Context::new(&fastio::ContextOptions::new().anonymous(true)).unwrap();
+    let mut tx = ctx
+        .create_stream("r", &opts().depth(4).consumers(2))
+        .unwrap();
+    let mut fast = ctx.stream_consumer("r", 0).unwrap();
+    let mut slow = ctx.stream_consumer("r", 1).unwrap();
+    let releases = ctx.stream_releases("r").unwrap();
+    for seq in 0..3 {
+        let mut slot = tx.next_slot(LONG).unwrap();
+        slot.set_shape(&shape(seq)).unwrap();
+        slot.publish().unwrap();
+    }
+    assert_eq!(releases.released(), 0);
+    for _ in 0..3 {
+        drop(fast.next(LONG).unwrap().unwrap());
+    }
+    drop(slow.next(LONG).unwrap().unwrap());
+    assert_eq!(
+        releases.released(),
+        1,
+        "the slow consumer let go of frame 0"
+    );
+    // Nothing moves: the wait ends at its timeout with what it was.
+    let t0 = Instant::now();
+    assert_eq!(releases.wait_past(1, Duration::from_millis(50)), 1);
+    assert!(t0.elapsed() >= Duration::from_millis(50));
+    // A release wakes a waiter at once.
+    let waiter = std::thread::spawn(move || {
+        let t0 = Instant::now();
+        (releases.wait_past(1, Duration::from_secs(60)), t0.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(20));
+    drop(slow.next(LONG).unwrap().unwrap());
+    let (released, waited) = waiter.join().unwrap();
+    assert_eq!(released, 2);
+    assert!(waited < Duration::from_secs(30), "woken by the release");
+}

@@ -529,6 +529,19 @@ impl<'a, W: Word> Ring<'a, W> {
         self.w[h::HEAD].load(Ordering::Acquire)
     }
 
+    /// Frames every attached consumer has let go of: each frame below the
+    /// number returned was released by all (invariant 3), and it is at
+    /// most `head` (every published frame, when no consumer is attached).
+    /// What a producer on the far side of a link may be allowed to send
+    /// beyond.
+    pub fn released(&self) -> u64 {
+        let head = self.head();
+        (0..self.consumers)
+            .filter(|&i| !self.detached(i))
+            .map(|i| self.cw(i, c::NEXT).load(Ordering::Acquire))
+            .fold(head, u64::min)
+    }
+
     fn detached(&self, i: usize) -> bool {
         self.cw(i, c::OWNER).load(Ordering::SeqCst) & DETACHED != 0
     }

@@ -227,3 +227,41 @@ fn random_steps_never_hand_out_a_held_slot() {
         assert!(head > steps as u64 / 40, "depth {depth}: {head} frames");
     }
 }
+
+/// [`Ring::released`]: every frame below it is released by every attached
+/// consumer; a detached consumer holds nothing back; with none attached it
+/// is every frame published.
+#[test]
+fn released_is_the_slowest_attached_consumers_next() {
+    use crate::ring::{DETACHED, c};
+    use std::sync::atomic::Ordering;
+    let w = words(4, 3);
+    let ring = init(&w, 4, 3);
+    let mut slots = ring.producer_slots(0);
+    assert_eq!(ring.released(), 0);
+    for n in 0..3 {
+        produce(&ring, n, &mut slots).unwrap();
+    }
+    // Nobody took anything yet.
+    assert_eq!(ring.released(), 0);
+    ring.release(0, 2);
+    ring.release(1, 0);
+    ring.release(2, 1);
+    assert_eq!(ring.released(), 1, "consumer 1 released frame 0 only");
+    ring.release(1, 1);
+    assert_eq!(ring.released(), 2, "now consumer 2 is the slowest");
+    // Consumer 2 detached: it no longer holds the stream back.
+    ring.cw(2, c::OWNER).store(DETACHED | 7, Ordering::SeqCst);
+    assert_eq!(ring.released(), 2);
+    ring.release(1, 2);
+    assert_eq!(ring.released(), 3);
+    // Never past what was published, whatever a consumer says.
+    ring.release(0, 10);
+    ring.release(1, 10);
+    assert_eq!(ring.released(), 3);
+    for i in 0..2 {
+        ring.cw(i, c::OWNER).store(DETACHED | 7, Ordering::SeqCst);
+    }
+    produce(&ring, 3, &mut slots).unwrap();
+    assert_eq!(ring.released(), 4, "no consumer attached: every frame");
+}

@@ -18,6 +18,13 @@
 //!   with `EXPECT_STAGES=a,b,...`, exits 6 unless every frame of input `k`
 //!   went through the `k`-th count of stages (which producer it came from).
 //!
+//!   With `SLOW_FROM=a` and `SLOW_UNTIL=b`, a stage's or sink's `SLOW_US`
+//!   applies to frames `a..b` only, and a sink prints the median age of
+//!   the frames it received before, during and after that phase (now
+//!   less the source frame's time, in µs), and the median time from one
+//!   frame to the next during it (its cycle, µs):
+//!   `sink: latency p50 us before X during Y after Z cycle C`.
+//!
 //! `FAIL_AT=k` makes the operator return an error at step `k` (its loop is
 //! abandoned: its outputs fail). `ERRORS_ON_STDOUT` prints the error on
 //! stdout. `DIE_AT=k` makes the operator SIGKILL itself at step `k` while it holds
@@ -126,6 +133,37 @@ fn maybe_hold(next: u64) -> Result {
     Ok(())
 }
 
+/// Whether frame `seq` is slowed: every frame, or with `SLOW_FROM` and
+/// `SLOW_UNTIL` those of that phase.
+fn slowed(seq: u64) -> bool {
+    match (env_u64("SLOW_FROM"), env_u64("SLOW_UNTIL")) {
+        (Some(a), Some(b)) => (a..b).contains(&seq),
+        _ => true,
+    }
+}
+
+/// The phase of frame `seq` (0 before the slow one, 1 in it, 2 after).
+fn phase(seq: u64) -> usize {
+    match (env_u64("SLOW_FROM"), env_u64("SLOW_UNTIL")) {
+        (Some(a), _) if seq < a => 0,
+        (_, Some(b)) if seq >= b => 2,
+        _ => 1,
+    }
+}
+
+/// The median of `v` (0 when empty).
+fn median(v: &mut [u64]) -> u64 {
+    v.sort_unstable();
+    v.get(v.len() / 2).copied().unwrap_or(0)
+}
+
+/// Nanoseconds since the Unix epoch.
+fn now_ns() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64)
+}
+
 /// SIGKILLs this process.
 fn die() -> Result {
     let _ = std::process::Command::new("kill")
@@ -183,6 +221,7 @@ fn run() -> Result {
             let (out, inputs) = args[1..].split_last().ok_or("stage IN... OUT")?;
             for step in op.frames()? {
                 let step = step?;
+                let seq = step.seq();
                 let mut stages = 0;
                 for i in inputs {
                     let f = step.input(i)?;
@@ -204,7 +243,9 @@ fn run() -> Result {
                     die()?;
                 }
                 count += 1;
-                if let Some(d) = slow {
+                if let Some(d) = slow
+                    && slowed(seq)
+                {
                     std::thread::sleep(d);
                 }
             }
@@ -215,8 +256,19 @@ fn run() -> Result {
             let expect_stages: Option<Vec<u32>> = std::env::var("EXPECT_STAGES")
                 .ok()
                 .map(|v| v.split(',').filter_map(|s| s.trim().parse().ok()).collect());
+            let mut ages: [Vec<u64>; 3] = Default::default();
+            let mut cycles: Vec<u64> = Vec::new();
+            let mut last_start: Option<u64> = None;
             for step in op.frames()? {
                 let step = step?;
+                let now = now_ns();
+                ages[phase(step.seq())].push(now.saturating_sub(step.timestamp_ns()) / 1000);
+                if phase(step.seq()) == 1
+                    && let Some(t) = last_start
+                {
+                    cycles.push(now.saturating_sub(t) / 1000);
+                }
+                last_start = Some(now);
                 for (k, i) in inputs.iter().enumerate() {
                     let f = step.input(i)?;
                     let stages = check(f.source_seq(), f.bytes());
@@ -236,11 +288,23 @@ fn run() -> Result {
                 }
                 last = Some(step.seq());
                 count += 1;
-                if let Some(d) = slow {
+                if let Some(d) = slow
+                    && slowed(step.seq())
+                {
                     std::thread::sleep(d);
                 }
             }
             println!("sink: {count} frames");
+            if env_u64("SLOW_FROM").is_some() {
+                let [before, during, after] = &mut ages;
+                println!(
+                    "sink: latency p50 us before {} during {} after {} cycle {}",
+                    median(before),
+                    median(during),
+                    median(after),
+                    median(&mut cycles)
+                );
+            }
             if let Some(n) = env_u64("EXPECT_FRAMES")
                 && (n != count || last != n.checked_sub(1))
             {

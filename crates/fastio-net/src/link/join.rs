@@ -368,11 +368,12 @@ impl ZenohLink {
                 let shape: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
                 entry_bytes(e.element, &shape).unwrap_or(u64::MAX)
             });
-            let window = p
+            let (depth, drop_oldest) = p
                 .plan
                 .streaming
                 .as_ref()
-                .map_or(1, |s| crossing_window(s.depth, s.drop_oldest, frame_bytes));
+                .map_or((1, false), |s| (s.depth, s.drop_oldest));
+            let window = crossing_window(depth, drop_oldest, frame_bytes);
             let per_frame = messages_per_frame(frame_bytes, largest.map_or(0, Vec::len));
             let fail = |source: fastio::Error| NetError::Local {
                 what: format!("stream {}", e.name),
@@ -397,13 +398,17 @@ impl ZenohLink {
                     for &k in rest {
                         drop(ctx.stream_consumer(&e.key, k).map_err(fail)?);
                     }
-                    let credit = Arc::new(Credit::default());
+                    // Until the consuming host says more: the window's most.
+                    let credit = Arc::new(Credit::new(window));
                     let c2 = credit.clone();
                     let sub = session
                         .declare_subscriber(format!("{prefix}/credit/{}/{to}", e.key))
                         .callback(move |s: Sample| {
-                            if let Ok(n) = decode_credit(&s.payload().to_bytes()) {
-                                c2.update(n);
+                            match decode_credit(&s.payload().to_bytes()) {
+                                Ok(limit) => c2.update(limit),
+                                // A peer of another version: said, never
+                                // waited for in silence.
+                                Err(why) => c2.refuse(why.to_string()),
                             }
                         })
                         .wait()
@@ -416,7 +421,6 @@ impl ZenohLink {
                         to,
                         consumer,
                         credit,
-                        window,
                         stop: self.stop.clone(),
                     };
                     self.pending.push(Box::new(move || forwarder.run()));
@@ -435,11 +439,14 @@ impl ZenohLink {
                         entry: c.entry,
                         from: p.placement.hosts[c.from].clone(),
                         producer,
+                        releases: Arc::new(ctx.stream_releases(&e.key).map_err(fail)?),
                         credit: publisher(format!("{prefix}/credit/{}/{here_name}", e.key))?,
-                        credit_every: window.div_ceil(2).max(1),
+                        window: Window::new(depth, window),
+                        drop_oldest,
+                        waited: false,
                         stop: self.stop.clone(),
                         placed: 0,
-                        credited: 0,
+                        granted: window,
                         last: None,
                         partial: None,
                         ended: false,

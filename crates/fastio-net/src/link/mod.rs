@@ -9,7 +9,7 @@
 //! | `<run>/status/<host>` | the host's [`Status`] lines |
 //! | `<run>/entry/<from>/<to>` | the pieces of the entries host `from` sends host `to` ([`ChunkHeader`] names the entry) |
 //! | `<run>/stream/<operator>/<output>/<host>` | the frames of a stream for one consuming host ([`StreamMsg`], `streams.rs`) |
-//! | `<run>/credit/<operator>/<output>/<host>` | frames that host has placed in its stream (u64, little-endian) |
+//! | `<run>/credit/<operator>/<output>/<host>` | the limit that host grants: frames numbered below it may be sent (`wire::encode_credit`) |
 //!
 //! Joining: a host declares its publishers, then its subscribers, then its
 //! liveliness subscribers, and last its own host token. It goes on when
@@ -41,7 +41,7 @@ use zenoh::session::Session;
 
 use crate::error::NetError;
 use crate::streams::{
-    Batch, Bridge, Credit, Forwarder, Placer, crossing_window, messages_per_frame,
+    Batch, Bridge, Credit, Forwarder, Placer, Window, crossing_window, messages_per_frame,
 };
 use crate::wire::{
     ChunkHeader, EAGER_BYTES, Status, StreamMsg, check_piece, decode_credit, entry_bytes,

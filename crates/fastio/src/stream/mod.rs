@@ -89,6 +89,7 @@ mod context;
 mod frame;
 mod options;
 mod producer;
+mod releases;
 mod ring_handle;
 mod status;
 mod tap;
@@ -97,6 +98,7 @@ pub use consumer::{Frames, StreamConsumer};
 pub use frame::Frame;
 pub use options::StreamOptions;
 pub use producer::{SlotMut, StreamProducer};
+pub use releases::StreamReleases;
 pub use status::{ConsumerStatus, StreamStatus};
 pub use tap::{CopiedFrame, StreamTap};
 
