@@ -715,8 +715,8 @@ streaming:
             # The checksum, as docs/recording.md says to check it: CRC-32
             # of the topic and the message with its 8 digits as zeros.
             assert channel.metadata["fastio.checksum"] == "crc32"
-            assert message.data[4:15] == b'{"crc32":"'
-            zeroed = message.data[:15] + b"00000000" + message.data[23:]
+            assert message.data[4:14] == b'{"crc32":"'
+            zeroed = message.data[:14] + b"00000000" + message.data[22:]
             seq = h["frame"]
             assert h["crc32"] == f"{zlib.crc32(channel.topic.encode() + zeroed):08x}", seq
             a = np.frombuffer(payload, dtype=channel.metadata["fastio.element"]).reshape(h["shape"])
