@@ -463,6 +463,21 @@ mod live {
         Ok((found.ctx, found.file, found.plan, found.label))
     }
 
+    /// Says which of the chosen streams among `rest` the recorder never
+    /// watched: the run ended (its owner closed the context) first.
+    fn run_ended_before(rest: &[fastio::plan::EntryPlan], chosen: &[&fastio::plan::EntryPlan]) {
+        let never: Vec<&str> = rest
+            .iter()
+            .filter(|e| chosen.iter().any(|c| c.key == e.key))
+            .map(|e| e.name.as_str())
+            .collect();
+        eprintln!(
+            "fastio: record: the run ended before the recorder watched {}: recorded what came \
+             before",
+            never.join(", ")
+        );
+    }
+
     pub(super) fn record(args: &RecordArgs) -> Result<(), Failure> {
         let out = args.output.clone().unwrap_or_default();
         // A lossy recorder takes only CPU time the pipeline leaves: before
@@ -517,10 +532,21 @@ mod live {
             if !chosen.iter().any(|c| c.key == entry.key) {
                 continue;
             }
+            // A recorder that started late (`--wait`, or a lossy one that
+            // the pipeline left no CPU time) may find the run over before
+            // it opened every stream: it records what it opened, closes
+            // the file well and says which it never watched.
+            let ended = |err: &FastioError| matches!(err, FastioError::ContextClosed);
             let added = if args.lossless {
                 // The recorder's place every driver keeps in each stream.
-                let consumer = ctx
-                    .stream_consumer(&entry.key, entry.consumers.len())
+                let consumer = match ctx.stream_consumer(&entry.key, entry.consumers.len()) {
+                    Err(err) if ended(&err) => {
+                        run_ended_before(&plan.entries[e..], &chosen);
+                        break;
+                    }
+                    other => other,
+                };
+                let consumer = consumer
                     .map_err(|err| match err {
                         FastioError::StreamBusy { .. } => fail(format!(
                             "record: stream {}: its recorder's place is taken (the run records \
@@ -532,9 +558,15 @@ mod live {
                 let max = max_shapes.get(e).cloned().unwrap_or_default();
                 session.add_consumer(consumer, entry.element, &max)
             } else {
-                let tap = ctx
-                    .stream_tap(&entry.key)
-                    .map_err(|err| fail(format!("record: stream {}: {err}", entry.name)))?;
+                let tap = match ctx.stream_tap(&entry.key) {
+                    Err(err) if ended(&err) => {
+                        run_ended_before(&plan.entries[e..], &chosen);
+                        break;
+                    }
+                    other => other,
+                };
+                let tap =
+                    tap.map_err(|err| fail(format!("record: stream {}: {err}", entry.name)))?;
                 session.add_tap(tap)
             };
             added.map_err(fail)?;
