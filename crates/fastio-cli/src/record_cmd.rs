@@ -546,15 +546,14 @@ mod live {
                     }
                     other => other,
                 };
-                let consumer = consumer
-                    .map_err(|err| match err {
-                        FastioError::StreamBusy { .. } => fail(format!(
-                            "record: stream {}: its recorder's place is taken (the run records \
+                let consumer = consumer.map_err(|err| match err {
+                    FastioError::StreamBusy { .. } => fail(format!(
+                        "record: stream {}: its recorder's place is taken (the run records \
                              itself, or another lossless recorder runs); record without --lossless",
-                            entry.name
-                        )),
-                        other => fail(format!("record: stream {}: {other}", entry.name)),
-                    })?;
+                        entry.name
+                    )),
+                    other => fail(format!("record: stream {}: {other}", entry.name)),
+                })?;
                 let max = max_shapes.get(e).cloned().unwrap_or_default();
                 session.add_consumer(consumer, entry.element, &max)
             } else {
