@@ -29,7 +29,7 @@ use crate::bench::{Groups, Measured, collect, target_dir};
 use crate::root;
 
 /// Rounds per goal row.
-pub(crate) const ROUNDS: usize = 3;
+pub(crate) const ROUNDS: usize = 5;
 
 /// One goal row against iceoryx2: the criterion group (`handoff/4KiB`,
 /// `stream/1MiB`) and the function of each side.
@@ -66,14 +66,67 @@ pub(crate) fn iceoryx2_pairs() -> Vec<Pair> {
         out.push(pair(&group, "fastio_ring_page", "iceoryx2_page"));
         out.push(pair(&group, "fastio_ring_spin_page", "iceoryx2_poll_page"));
     }
+    // Every byte written and read (what operators do with whole frames).
+    for size in ["4KiB", "64KiB", "1MiB", "16MiB", "64MiB"] {
+        let group = format!("stream/{size}");
+        out.push(pair(&group, "fastio_ring_all", "iceoryx2_all"));
+        out.push(pair(&group, "fastio_ring_spin_all", "iceoryx2_poll_all"));
+    }
     for size in ["1MiB", "16MiB", "64MiB"] {
-        out.push(pair(
-            &format!("stream/{size}"),
-            "fastio_warm_page",
-            "iceoryx2_page",
-        ));
+        let group = format!("stream/{size}");
+        out.push(pair(&group, "fastio_warm_page", "iceoryx2_page"));
+        out.push(pair(&group, "fastio_warm_all", "iceoryx2_all"));
     }
     out
+}
+
+/// How often one side of a stream row waited, over a bench process's
+/// batches (warm-up included): `(waited, frames)` of the consumer (for
+/// data) and of the producer (for space; ours only: iceoryx2's publisher
+/// retries inside `send`).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub(crate) struct Waits {
+    pub(crate) consumer: Option<(u64, u64)>,
+    pub(crate) producer: Option<(u64, u64)>,
+}
+
+impl Waits {
+    /// Sums the lines the benches append (`consumer|producer WAITED
+    /// FRAMES`, see `handoff_common::Regime`).
+    pub(crate) fn parse(text: &str) -> Waits {
+        let mut w = Waits::default();
+        for line in text.lines() {
+            let mut it = line.split_whitespace();
+            let (Some(side), Some(Ok(waited)), Some(Ok(frames))) = (
+                it.next(),
+                it.next().map(str::parse::<u64>),
+                it.next().map(str::parse::<u64>),
+            ) else {
+                continue;
+            };
+            let slot = match side {
+                "consumer" => &mut w.consumer,
+                "producer" => &mut w.producer,
+                _ => continue,
+            };
+            let (a, b) = slot.unwrap_or((0, 0));
+            *slot = Some((a + waited, b + frames));
+        }
+        w
+    }
+
+    /// `consumer waited 12%, producer 80%` (what was counted).
+    pub(crate) fn text(&self) -> String {
+        let pct = |(w, n): (u64, u64)| 100.0 * w as f64 / n.max(1) as f64;
+        let mut parts = Vec::new();
+        if let Some(c) = self.consumer {
+            parts.push(format!("consumer waited {:.0}%", pct(c)));
+        }
+        if let Some(p) = self.producer {
+            parts.push(format!("producer {:.0}%", pct(p)));
+        }
+        parts.join(", ")
+    }
 }
 
 /// One round of a pair: both medians (per payload), which went first, and
@@ -84,6 +137,9 @@ pub(crate) struct Round {
     pub(crate) peer_ns: f64,
     pub(crate) ours_first: bool,
     pub(crate) core_round_trip_ns: f64,
+    /// How often each side waited (stream rows).
+    pub(crate) ours_waits: Waits,
+    pub(crate) peer_waits: Waits,
 }
 
 /// A pair and its rounds.
@@ -175,14 +231,22 @@ impl Bench {
 
     /// Runs the one benchmark `group/function` (criterion's `--exact`)
     /// writing under `home`, and reads its result.
-    fn measure(&self, home: &Path, group: &str, function: &str) -> Result<Measured, String> {
+    fn measure(
+        &self,
+        home: &Path,
+        group: &str,
+        function: &str,
+    ) -> Result<(Measured, Waits), String> {
         let (g, value) = group.split_once('/').unwrap_or((group, ""));
         let id = format!("{g}/{function}/{value}");
         let since = SystemTime::now();
+        let regime = home.join("regime.txt");
+        let _ = std::fs::remove_file(&regime);
         let out = Command::new(&self.exe)
             .args(["--bench", "--exact", &id])
             .current_dir(&self.dir)
             .env("CRITERION_HOME", home)
+            .env("FASTIO_BENCH_REGIME", &regime)
             .output()
             .map_err(|e| format!("{}: {e}", self.exe.display()))?;
         if !out.status.success() {
@@ -197,9 +261,11 @@ impl Bench {
         }
         let mut groups = Groups::new();
         collect(home, since, &mut groups);
+        let waits = Waits::parse(&std::fs::read_to_string(&regime).unwrap_or_default());
         groups
             .remove(group)
             .and_then(|rs| rs.into_iter().find(|r| r.function == function))
+            .map(|m| (m, waits))
             .ok_or_else(|| format!("{id}: no criterion result under {}", home.display()))
     }
 }
@@ -229,24 +295,28 @@ pub(crate) fn run(pairs: &[Pair]) -> Result<Paired, String> {
                     p = Some(peer.measure(&home, &pair.group, pair.peer)?);
                 }
             }
-            let (Some(o), Some(p)) = (o, p) else {
+            let (Some((o, ours_waits)), Some((p, peer_waits))) = (o, p) else {
                 unreachable!("both sides ran")
             };
             println!(
-                "paired {} {} {:.0} ns / {} {:.0} ns = x{:.2} (core round trip {:.0} ns)",
+                "paired {} {} {:.0} ns / {} {:.0} ns = x{:.2} (core round trip {:.0} ns) {} / {}",
                 pair.group,
                 pair.ours,
                 o.median_ns,
                 pair.peer,
                 p.median_ns,
                 o.median_ns / p.median_ns,
-                core_round_trip_ns
+                core_round_trip_ns,
+                ours_waits.text(),
+                peer_waits.text()
             );
             rounds.push(Round {
                 ours_ns: o.median_ns,
                 peer_ns: p.median_ns,
                 ours_first,
                 core_round_trip_ns,
+                ours_waits,
+                peer_waits,
             });
         }
         paired.rows.push(PairedRow {

@@ -5,6 +5,8 @@
 //! hostbench zenoh a|b --bytes N --back M --reps R ENDPOINT
 //! hostbench zraw  a|b --bytes N --back M --reps R ENDPOINT
 //! hostbench ztls  a|b --bytes N --back M --reps R ENDPOINT
+//! hostbench zrawtls a|b --bytes N --back M --reps R ENDPOINT
+//! hostbench quinn a|b --bytes N --back M --reps R ENDPOINT
 //! hostbench tcp   a|b --bytes N --back M --reps R ADDR
 //! ```
 //!
@@ -22,7 +24,13 @@
 //! buffer, M bytes put back (where the time goes: Zenoh itself, or our
 //! protocol on top), each in messages of at most 64 KiB less 1 KiB (the
 //! low-latency transport of ours, and so of Zenoh alone here, sends no
-//! fragments). `tcp` is the baseline: one plain TCP connection, N
+//! fragments). `zrawtls` is Zenoh alone over the same mutual TLS as
+//! `ztls` (the same `quic/` endpoints and files). `quinn` is the engine
+//! under Zenoh's `quic/` link, bare: one QUIC connection made by quinn
+//! with the same mutual TLS (rustls on ring, TLS 1.3, the same files),
+//! quinn's transport defaults (which Zenoh's link keeps, but for stream
+//! counts, MTU and segmentation offload), one bidirectional stream, N
+//! bytes written from a buffer, M read back. `tcp` is the baseline: one plain TCP connection, N
 //! bytes written from a buffer and read into a buffer, M bytes
 //! back. Each prints `time_ns REP NS` lines (a) and
 //! `anon_peak_kib KIB anon_base_kib KIB` (both): the most anonymous
@@ -98,6 +106,7 @@ fn run() -> Result {
     // Zenoh's runtime as `fastio run --host` sizes it (for every Zenoh
     // transport here, Zenoh alone too), unless set already.
     if a.transport != "tcp"
+        && a.transport != "quinn"
         && let Some(error) = fastio_net::exec_with_zenoh_runtime()
     {
         return Err(format!("cannot run again with ZENOH_RUNTIME: {error}"));
@@ -117,7 +126,8 @@ fn run() -> Result {
     };
     let result = match a.transport.as_str() {
         "zenoh" | "ztls" => zenoh(&a),
-        "zraw" => zraw(&a),
+        "zraw" | "zrawtls" => zraw(&a),
+        "quinn" => quinn_bare(&a),
         "tcp" => tcp(&a),
         other => Err(format!("unknown transport {other}")),
     };
@@ -162,15 +172,9 @@ fn anon_kib() -> u64 {
 fn net_options(a: &Args) -> NetOptions {
     let mut o = NetOptions::new(&a.role);
     o.config_file = std::env::var_os("HOSTBENCH_ZENOH_CONFIG").map(Into::into);
-    // `ztls`: mutual TLS with DIR/ca.pem, DIR/<role>.pem and .key.
-    if a.transport == "ztls" {
-        let dir =
-            std::path::PathBuf::from(std::env::var_os("HOSTBENCH_TLS_DIR").unwrap_or_default());
-        o.tls = Some(fastio_net::TlsFiles {
-            ca: dir.join("ca.pem"),
-            cert: dir.join(format!("{}.pem", a.role)),
-            key: dir.join(format!("{}.key", a.role)),
-        });
+    // `ztls`, `zrawtls`: mutual TLS with DIR/ca.pem, DIR/<role>.pem and .key.
+    if a.transport == "ztls" || a.transport == "zrawtls" {
+        o.tls = Some(tls_files(a));
     }
     if a.role == "a" {
         o.listen = vec![a.peer.clone()];
@@ -178,6 +182,16 @@ fn net_options(a: &Args) -> NetOptions {
         o.connect = vec![a.peer.clone()];
     }
     o
+}
+
+/// The CA, certificate and key of `a.role` in `HOSTBENCH_TLS_DIR`.
+fn tls_files(a: &Args) -> fastio_net::TlsFiles {
+    let dir = std::path::PathBuf::from(std::env::var_os("HOSTBENCH_TLS_DIR").unwrap_or_default());
+    fastio_net::TlsFiles {
+        ca: dir.join("ca.pem"),
+        cert: dir.join(format!("{}.pem", a.role)),
+        key: dir.join(format!("{}.key", a.role)),
+    }
 }
 
 /// Zenoh alone: `bench/ping` with N bytes, `bench/pong` with M back.
@@ -430,6 +444,149 @@ fn tcp(a: &Args) -> Result {
             s.read_exact(&mut buf[..a.bytes]).map_err(io)?;
             s.write_all(&buf[..a.back]).map_err(io)?;
         }
+    }
+    Ok(())
+}
+
+/// Bare quinn (see the top of the file): `a` listens at the endpoint's
+/// address and sends, `b` connects (checking that the certificate names
+/// host `a`) and answers. The runtime has as many workers as cores, as
+/// Zenoh's own.
+fn quinn_bare(a: &Args) -> Result {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(std::thread::available_parallelism().map_or(2, |n| n.get()))
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(quinn_exchange(a))
+}
+
+/// The rustls configurations of bare quinn: the same CA, certificate and
+/// key files as `ztls`, TLS 1.3 on ring, a peer certificate required on
+/// both sides.
+fn quinn_crypto(
+    a: &Args,
+) -> Result<(
+    quinn::crypto::rustls::QuicServerConfig,
+    quinn::crypto::rustls::QuicClientConfig,
+)> {
+    let files = tls_files(a);
+    let read = |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let certs = |p: &std::path::Path| -> Result<Vec<rustls::pki_types::CertificateDer<'static>>> {
+        rustls_pemfile::certs(&mut read(p)?.as_slice())
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let key = rustls_pemfile::private_key(&mut read(&files.key)?.as_slice())
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| format!("{}: no key", files.key.display()))?;
+    let mut roots = rustls::RootCertStore::empty();
+    for ca in certs(&files.ca)? {
+        roots.add(ca).map_err(|e| e.to_string())?;
+    }
+    let roots = Arc::new(roots);
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = |e: rustls::Error| e.to_string();
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        roots.clone(),
+        provider.clone(),
+    )
+    .build()
+    .map_err(|e| e.to_string())?;
+    let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(tls)?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(certs(&files.cert)?, key.clone_key())
+        .map_err(tls)?;
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(tls)?
+        .with_root_certificates(roots)
+        .with_client_auth_cert(certs(&files.cert)?, key)
+        .map_err(tls)?;
+    Ok((
+        server.try_into().map_err(|e| format!("{e}"))?,
+        client.try_into().map_err(|e| format!("{e}"))?,
+    ))
+}
+
+async fn quinn_exchange(a: &Args) -> Result {
+    let s = |e: &dyn std::fmt::Display| e.to_string();
+    let addr: std::net::SocketAddr = a
+        .peer
+        .trim_start_matches("quic/")
+        .parse()
+        .map_err(|e| format!("{}: {e}", a.peer))?;
+    let (server, client) = quinn_crypto(a)?;
+    let mut buf = vec![7u8; a.bytes.max(a.back)];
+    let wait = Duration::from_secs(120);
+    let timed = |what: &'static str| move |_| format!("{what}: no progress in 120 s");
+    rebase();
+    if a.role == "a" {
+        let endpoint =
+            quinn::Endpoint::server(quinn::ServerConfig::with_crypto(Arc::new(server)), addr)
+                .map_err(|e| s(&e))?;
+        let incoming = tokio::time::timeout(Duration::from_secs(30), endpoint.accept())
+            .await
+            .map_err(timed("accept"))?
+            .ok_or("the endpoint closed")?;
+        let conn = incoming.await.map_err(|e| s(&e))?;
+        let (mut send, mut recv) = conn.accept_bi().await.map_err(|e| s(&e))?;
+        let mut hello = [0u8; 1];
+        recv.read_exact(&mut hello).await.map_err(|e| s(&e))?;
+        for rep in 0..a.reps {
+            let t0 = Instant::now();
+            tokio::time::timeout(wait, async {
+                send.write_all(&buf[..a.bytes]).await.map_err(|e| s(&e))?;
+                recv.read_exact(&mut buf[..a.back]).await.map_err(|e| s(&e))
+            })
+            .await
+            .map_err(timed("exchange"))??;
+            println!("time_ns {rep} {}", t0.elapsed().as_nanos());
+        }
+        send.finish().map_err(|e| s(&e))?;
+        // b closes the connection once it read the end of the stream.
+        let _ = tokio::time::timeout(Duration::from_secs(10), conn.closed()).await;
+        endpoint.wait_idle().await;
+    } else {
+        let mut endpoint = quinn::Endpoint::client((std::net::Ipv4Addr::UNSPECIFIED, 0).into())
+            .map_err(|e| s(&e))?;
+        endpoint.set_default_client_config(quinn::ClientConfig::new(Arc::new(client)));
+        // a may not listen yet: try again for up to 30 s.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let conn = loop {
+            let attempt = endpoint.connect(addr, "a").map_err(|e| s(&e))?;
+            match tokio::time::timeout(Duration::from_secs(2), attempt).await {
+                Ok(Ok(c)) => break c,
+                Ok(Err(_)) | Err(_) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Ok(Err(e)) => return Err(s(&e)),
+                Err(_) => return Err("a never answered".into()),
+            }
+        };
+        let (mut send, mut recv) = conn.open_bi().await.map_err(|e| s(&e))?;
+        send.write_all(&[1]).await.map_err(|e| s(&e))?;
+        for _ in 0..a.reps {
+            tokio::time::timeout(wait, async {
+                recv.read_exact(&mut buf[..a.bytes])
+                    .await
+                    .map_err(|e| s(&e))?;
+                send.write_all(&buf[..a.back]).await.map_err(|e| s(&e))
+            })
+            .await
+            .map_err(timed("exchange"))??;
+        }
+        let rest = tokio::time::timeout(Duration::from_secs(10), recv.read_to_end(1))
+            .await
+            .map_err(timed("end of stream"))?
+            .map_err(|e| s(&e))?;
+        if !rest.is_empty() {
+            return Err(format!("{} bytes more than asked for", rest.len()));
+        }
+        conn.close(0u32.into(), b"done");
+        endpoint.wait_idle().await;
     }
     Ok(())
 }

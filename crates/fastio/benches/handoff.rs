@@ -44,7 +44,10 @@
 //!   listener), and `fastio_ring_page`: a stream of depth `STREAM_DEPTH`
 //!   (the ring of slots, lock-free) with the same waits;
 //!   `fastio_ring_spin_page`, the same with both sides spinning (the peer
-//!   of iceoryx2's polling subscriber, `iceoryx2_poll_page`).
+//!   of iceoryx2's polling subscriber, `iceoryx2_poll_page`). Each has an
+//!   `_all` twin: the producer writes every byte, the consumer reads every
+//!   byte (what operators do with whole frames). The ring's two sides
+//!   count how often they waited (`Regime`).
 
 mod handoff_common;
 
@@ -58,8 +61,8 @@ use std::collections::HashMap;
 use dtype::Primitive;
 use fastio::{Context, ContextOptions, StreamConsumer, StreamOptions, StreamProducer};
 use handoff_common::{
-    Batch, CHILD_ENV, Consumer, SIZES, STREAM_DEPTH, STREAM_SIZES, Touch, configure, connect,
-    produce_into,
+    Batch, CHILD_ENV, Consumer, Regime, SIZES, STREAM_DEPTH, STREAM_SIZES, Touch, configure,
+    connect, produce_into,
 };
 
 /// Long enough for a 256 MiB cold handoff on a loaded machine.
@@ -225,16 +228,28 @@ impl Producer {
             STREAM_BACKPRESSURE_SPIN
         });
         let name = self.ring(batch);
+        let mut regime = Regime::new("producer");
         let t0 = Instant::now();
         self.consumer.begin(batch);
         let tx = self.rings.get_mut(&name).unwrap();
         for seq in 0..batch.iters {
-            let mut slot = tx.next_slot(Some(WAIT)).unwrap();
-            produce_into(slot.bytes_mut(), seq);
+            // A slot at once, or a wait for one (the ring was full).
+            let at_once = tx.next_slot(Some(Duration::ZERO));
+            let mut slot = if let Err(fastio::Error::StreamTimeout { .. }) = &at_once {
+                drop(at_once);
+                regime.frame(true);
+                tx.next_slot(Some(WAIT)).unwrap()
+            } else {
+                regime.frame(false);
+                at_once.unwrap()
+            };
+            batch.touch.produce(slot.bytes_mut(), seq);
             slot.publish().unwrap();
         }
         self.consumer.wait_ack();
-        t0.elapsed()
+        let elapsed = t0.elapsed();
+        regime.flush();
+        elapsed
     }
 
     fn socket_stream(&mut self, batch: Batch, src: &mut [u8]) -> Duration {
@@ -261,7 +276,9 @@ impl Producer {
             if seq as usize >= STREAM_DEPTH {
                 self.warm.wait_unpublished(&ring[slot], WAIT).unwrap();
             }
-            produce(&self.warm, batch.size, &ring[slot], seq);
+            let mut a = self.warm.create(batch.size as u64).unwrap();
+            batch.touch.produce(&mut a.map_mut().unwrap(), seq);
+            a.publish_and_release(&ring[slot]).unwrap();
         }
         self.consumer.wait_ack();
         t0.elapsed()
@@ -349,13 +366,16 @@ fn stream(g: &mut BenchmarkGroup<'_, WallTime>, p: &mut Producer) {
                 p.socket_stream(batch_of(b's', Touch::Page, size, iters), &mut src)
             })
         });
-        g.bench_function(BenchmarkId::new("fastio_warm_page", label), |b| {
-            b.iter_custom(|iters| p.fastio_stream(batch_of(b'W', Touch::Page, size, iters)))
-        });
-        for (name, cmd) in [("fastio_ring_page", b'R'), ("fastio_ring_spin_page", b'Y')] {
-            g.bench_function(BenchmarkId::new(name, label), |b| {
-                b.iter_custom(|iters| p.ring_stream(batch_of(cmd, Touch::Page, size, iters)))
+        for touch in Touch::BOTH {
+            let t = touch.suffix();
+            g.bench_function(BenchmarkId::new(format!("fastio_warm_{t}"), label), |b| {
+                b.iter_custom(|iters| p.fastio_stream(batch_of(b'W', touch, size, iters)))
             });
+            for (name, cmd) in [("fastio_ring", b'R'), ("fastio_ring_spin", b'Y')] {
+                g.bench_function(BenchmarkId::new(format!("{name}_{t}"), label), |b| {
+                    b.iter_custom(|iters| p.ring_stream(batch_of(cmd, touch, size, iters)))
+                });
+            }
         }
     }
 }
@@ -373,6 +393,7 @@ fn child(path: &str) {
     // Stream consumers stay attached across batches: an index that left
     // would no longer hold its producer back.
     let mut rings: HashMap<String, StreamConsumer> = HashMap::new();
+    let mut regime = Regime::new("consumer");
     while let Some(batch) = Batch::recv(&mut sock) {
         warm.set_wait_spin(spin_budget(batch.cmd));
         let ring = names();
@@ -443,7 +464,17 @@ fn child(path: &str) {
                 }
                 b'r' | b'y' | b'R' | b'Y' => {
                     let (_, rx) = rx.as_mut().expect("found for a ring batch");
-                    let f = rx.next(Some(WAIT)).unwrap().unwrap();
+                    // A frame at once, or a wait for one (the ring ran
+                    // dry): counted for the stream rows.
+                    let at_once = rx.next(Some(Duration::ZERO));
+                    let f = if let Err(fastio::Error::StreamTimeout { .. }) = &at_once {
+                        drop(at_once);
+                        regime.frame(true);
+                        rx.next(Some(WAIT)).unwrap().unwrap()
+                    } else {
+                        regime.frame(false);
+                        at_once.unwrap().unwrap()
+                    };
                     sum = sum.wrapping_add(batch.touch.consume(&f));
                     // Dropping the frame releases its slot: the ack.
                 }
@@ -452,6 +483,12 @@ fn child(path: &str) {
         }
         if let Some((name, c)) = rx {
             rings.insert(name, c);
+        }
+        if matches!(batch.cmd, b'R' | b'Y') {
+            regime.flush();
+        } else {
+            // Round trips wait every time: not a stream's regime.
+            regime = Regime::new("consumer");
         }
         black_box(sum);
         sock.write_all(b"k").unwrap();

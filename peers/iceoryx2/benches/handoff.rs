@@ -15,10 +15,14 @@
 //!     instead of sleeping (the style of iceoryx2's own benchmarks): it
 //!     shows what busy-waiting buys on this machine.
 //! * `stream/<size>` (throughput): `iceoryx2_page`, samples sent back to
-//!   back, the subscriber's buffer holding `STREAM_DEPTH` of them, the
+//!   back, the subscriber's buffer holding `STREAM_DEPTH - 2` of them (with
+//!   the publisher's loan and the subscriber's borrow, `STREAM_DEPTH` in
+//!   flight, as ours), the
 //!   publisher retrying until delivered when it is full, the subscriber
 //!   sleeping on its listener; `iceoryx2_poll_page`, the same with the
-//!   subscriber spinning on `receive` (and no notifications).
+//!   subscriber spinning on `receive` (and no notifications). Each has an
+//!   `_all` twin (every byte written and read), and the subscriber counts
+//!   how often it waited for a sample (`Regime`).
 
 #[path = "../../../crates/fastio/benches/handoff_common/mod.rs"]
 mod handoff_common;
@@ -29,8 +33,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, Throughput, measurement::WallTime};
 use handoff_common::{
-    Batch, CHILD_ENV, Consumer, SIZES, STREAM_DEPTH, STREAM_SIZES, Touch, configure, connect,
-    produce_into,
+    Batch, CHILD_ENV, Consumer, Regime, SIZES, STREAM_DEPTH, STREAM_SIZES, Touch, configure,
+    connect,
 };
 use iceoryx2::port::listener::Listener;
 use iceoryx2::port::notifier::Notifier;
@@ -100,7 +104,9 @@ impl Services {
                 .max_publishers(1)
                 .max_subscribers(1)
                 .history_size(0)
-                .subscriber_max_buffer_size(STREAM_DEPTH)
+                // With the one sample the publisher loans and the one the
+                // subscriber borrows: `STREAM_DEPTH` in flight, as ours.
+                .subscriber_max_buffer_size(STREAM_DEPTH - 2)
                 .subscriber_max_borrowed_samples(1)
                 .enable_safe_overflow(false)
                 .create()
@@ -155,12 +161,20 @@ impl Services {
 }
 
 /// Waits for the next sample `receive` gives: sleeping on `listener`, or
-/// spinning.
-fn next<R>(mut receive: impl FnMut() -> Option<R>, listener: &Listener<S>, sleep: bool) -> R {
+/// spinning; counts in `regime` whether it had to wait.
+fn next<R>(
+    mut receive: impl FnMut() -> Option<R>,
+    listener: &Listener<S>,
+    sleep: bool,
+    regime: &mut Regime,
+) -> R {
+    let mut first = true;
     loop {
         if let Some(s) = receive() {
+            regime.frame(!first);
             return s;
         }
+        first = false;
         if sleep {
             listener.timed_wait(|_| {}, WAIT).unwrap();
         } else {
@@ -209,7 +223,7 @@ impl Producer {
         }
     }
 
-    fn send(&self, size: usize, seq: u64, notify: bool) {
+    fn send(&self, size: usize, touch: Touch, seq: u64, notify: bool) {
         let mut sample = self.publisher.loan_slice_uninit(size).unwrap();
         // SAFETY: `u8` has no invalid values and the slice lies in a shared
         // memory mapping, whose bytes the kernel zero-fills on first touch
@@ -219,7 +233,7 @@ impl Producer {
         let bytes = unsafe {
             &mut *(std::ptr::from_mut::<[MaybeUninit<u8>]>(sample.payload_mut()) as *mut [u8])
         };
-        produce_into(bytes, seq);
+        touch.produce(bytes, seq);
         // SAFETY: as above, every byte of the payload is initialised.
         let sample = unsafe { sample.assume_init() };
         sample.send().unwrap();
@@ -232,8 +246,13 @@ impl Producer {
         consumer.begin(batch);
         let t0 = Instant::now();
         for seq in 0..batch.iters {
-            self.send(batch.size, seq, sleep);
-            let ack = next(|| self.ack.receive().unwrap(), &self.ack_listener, sleep);
+            self.send(batch.size, Touch::Page, seq, sleep);
+            let ack = next(
+                || self.ack.receive().unwrap(),
+                &self.ack_listener,
+                sleep,
+                &mut Regime::new("acknowledgement"),
+            );
             assert_eq!(*ack.payload(), seq);
         }
         let elapsed = t0.elapsed();
@@ -246,7 +265,7 @@ impl Producer {
         consumer.begin(batch);
         let notify = batch.cmd != b'P';
         for seq in 0..batch.iters {
-            self.send(batch.size, seq, notify);
+            self.send(batch.size, batch.touch, seq, notify);
         }
         consumer.wait_ack();
         t0.elapsed()
@@ -279,20 +298,23 @@ fn stream(g: &mut BenchmarkGroup<'_, WallTime>, node: &Node<S>, consumer: &mut C
     for (size, label) in STREAM_SIZES {
         g.throughput(Throughput::Bytes(size as u64));
         let p = Producer::new(node, size, consumer);
-        for (name, cmd) in [("iceoryx2_page", b's'), ("iceoryx2_poll_page", b'P')] {
-            g.bench_function(BenchmarkId::new(name, label), |b| {
-                b.iter_custom(|iters| {
-                    p.stream(
-                        consumer,
-                        Batch {
-                            cmd,
-                            touch: Touch::Page,
-                            size,
-                            iters,
-                        },
-                    )
-                })
-            });
+        for touch in Touch::BOTH {
+            for (name, cmd) in [("iceoryx2", b's'), ("iceoryx2_poll", b'P')] {
+                let name = format!("{name}_{}", touch.suffix());
+                g.bench_function(BenchmarkId::new(name, label), |b| {
+                    b.iter_custom(|iters| {
+                        p.stream(
+                            consumer,
+                            Batch {
+                                cmd,
+                                touch,
+                                size,
+                                iters,
+                            },
+                        )
+                    })
+                });
+            }
         }
     }
 }
@@ -312,6 +334,7 @@ fn child(path: &str) {
     let mut sock = connect(path);
     let mut ports: Option<ConsumerPorts> = None;
     let mut sum = 0u64;
+    let mut regime = Regime::new("consumer");
     while let Some(batch) = Batch::recv(&mut sock) {
         if batch.cmd == b'o' {
             // A new size: drop the old ports first, then open the new ones.
@@ -330,7 +353,7 @@ fn child(path: &str) {
         let p = ports.as_ref().expect("a size was opened");
         let sleep = !matches!(batch.cmd, b'p' | b'P');
         for seq in 0..batch.iters {
-            let sample = next(|| p.sub.receive().unwrap(), &p.listener, sleep);
+            let sample = next(|| p.sub.receive().unwrap(), &p.listener, sleep, &mut regime);
             assert_eq!(sample.payload().len(), batch.size);
             sum = sum.wrapping_add(batch.touch.consume(sample.payload()));
             drop(sample);
@@ -340,6 +363,12 @@ fn child(path: &str) {
                     p.ack_notifier.notify().unwrap();
                 }
             }
+        }
+        if matches!(batch.cmd, b's' | b'P') {
+            regime.flush();
+        } else {
+            // Round trips wait every time: not a stream's regime.
+            regime = Regime::new("consumer");
         }
         black_box(sum);
         std::io::Write::write_all(&mut sock, b"k").unwrap();

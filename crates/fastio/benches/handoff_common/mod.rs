@@ -5,14 +5,16 @@
 //!
 //! The rules every variant follows, so none wins by doing less work:
 //! * the producer writes one byte per page of each payload (the pages are
-//!   committed, the contents are the consumer's to read);
+//!   committed, the contents are the consumer's to read), or, in the
+//!   stream group's `_all` rows, every byte;
 //! * the consumer reads one byte per page (`page`) or every byte (`all`)
 //!   of each payload, through whatever the transport gives it;
 //! * latency (`handoff` group): one payload at a time, the producer waits
 //!   for the consumer's acknowledgement before the next;
 //! * throughput (`stream` group): payloads go out back to back, at most
-//!   [`STREAM_DEPTH`] in flight, and the batch ends when the consumer has
-//!   read the last one.
+//!   [`STREAM_DEPTH`] in flight on either side (counted alike), and the
+//!   batch ends when the consumer has read the last one; each side says
+//!   how often it waited ([`Regime`]).
 
 #![allow(dead_code)] // each bench uses its own subset
 
@@ -44,8 +46,60 @@ pub const STREAM_SIZES: [(usize, &str); 5] = [
     (64 << 20, "64MiB"),
 ];
 
-/// Payloads in flight at most in a stream.
-pub const STREAM_DEPTH: usize = 4;
+/// Payloads in flight at most in a stream, on both sides alike: the one
+/// the producer writes, those waiting, the one the consumer reads. Ours: a
+/// ring of this depth (its slots are all there is). iceoryx2: a subscriber
+/// buffer of `STREAM_DEPTH - 2` samples, plus the one sample the publisher
+/// may loan and the one the subscriber may borrow (its data segment holds
+/// exactly these; the publisher waits while the buffer is full).
+pub const STREAM_DEPTH: usize = 6;
+
+/// The environment variable naming a file where both sides of a stream
+/// bench append how often they waited ([`Regime`]).
+pub const REGIME_ENV: &str = "FASTIO_BENCH_REGIME";
+
+/// How often one side of a stream waited: the consumer for data (the ring
+/// ran dry: the producer is the slower side), the producer for space (the
+/// ring was full: the consumer is). Appended to the file in
+/// [`REGIME_ENV`] after every batch as `consumer|producer WAITED FRAMES`.
+pub struct Regime {
+    side: &'static str,
+    waited: u64,
+    frames: u64,
+}
+
+impl Regime {
+    /// A count for `side` (`consumer` or `producer`).
+    pub fn new(side: &'static str) -> Regime {
+        Regime {
+            side,
+            waited: 0,
+            frames: 0,
+        }
+    }
+
+    /// One frame, and whether this side had to wait for it.
+    pub fn frame(&mut self, waited: bool) {
+        self.frames += 1;
+        self.waited += u64::from(waited);
+    }
+
+    /// Appends the batch's count to the file in [`REGIME_ENV`] (when set)
+    /// and starts again.
+    pub fn flush(&mut self) {
+        if self.frames > 0
+            && let Some(path) = std::env::var_os(REGIME_ENV)
+            && let Ok(mut f) = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+        {
+            let _ = writeln!(f, "{} {} {}", self.side, self.waited, self.frames);
+        }
+        self.waited = 0;
+        self.frames = 0;
+    }
+}
 
 /// The environment variable that makes a bench executable the consumer.
 pub const CHILD_ENV: &str = "FASTIO_HANDOFF_CHILD";
@@ -68,6 +122,15 @@ impl Touch {
         match self {
             Touch::Page => "page",
             Touch::All => "all",
+        }
+    }
+
+    /// Writes the payload as this variant says: one byte per page
+    /// ([`produce_into`]) or every byte.
+    pub fn produce(self, bytes: &mut [u8], seq: u64) {
+        match self {
+            Touch::Page => produce_into(bytes, seq),
+            Touch::All => bytes.fill(seq as u8),
         }
     }
 
