@@ -316,11 +316,25 @@ fn fastio_view_waits_for_the_run_and_its_ctrl_c_leaves_the_run_alone() {
     };
 
     let mut viewer = view();
+    // A second viewer and a recorder on the same run: each is one more
+    // process attached to the run's context.
+    let mut viewer2 = view();
+    let recorder = Command::new(common::fastio())
+        .args(["record", "-o"])
+        .arg(dir.join("beside.mcap"))
+        .args(["--pipeline", "viewed-alone", "--wait", "60"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let first = run();
     let lines = stderr_lines(&mut viewer);
+    let lines2 = stderr_lines(&mut viewer2);
     let mut seen_lines = Vec::new();
     let url = viewer_url(&lines, &mut seen_lines);
+    let mut seen_lines2 = Vec::new();
+    viewer_url(&lines2, &mut seen_lines2);
     let check = client("check", &url, 60);
     all_frames(first);
     let (cok, cout, cerr) = finish(check, Duration::from_secs(30));
@@ -338,6 +352,16 @@ fn fastio_view_waits_for_the_run_and_its_ctrl_c_leaves_the_run_alone() {
         seen_lines.iter().any(|l| l.contains("view: the run ended")),
         "{seen_lines:#?}"
     );
+    let (vok2, _, _) = finish(viewer2, Duration::from_secs(20));
+    std::thread::sleep(Duration::from_millis(100));
+    seen_lines2.extend(lines2.try_iter());
+    assert!(vok2, "{seen_lines2:#?}");
+    assert!(
+        seen_lines2.iter().any(|l| l.contains("view: the run ended")),
+        "{seen_lines2:#?}"
+    );
+    let (rok, rout, rerr) = finish(recorder, Duration::from_secs(20));
+    assert!(rok, "the recorder beside two viewers: {rerr}\n{rout}");
 
     // Ctrl-C of a viewer: the run goes on.
     let mut viewer = view();

@@ -17,6 +17,11 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
+/// Places in a run's context beyond its operators and the driver, for the
+/// processes that watch it (`fastio record`, `fastio view`, several at
+/// once), each attached as a participant (`fastio top` only reads).
+pub const OBSERVER_PLACES: u32 = 8;
+
 use fastio::plan::{EntryKind, POISON_PREFIX};
 use fastio::{Context, ContextOptions};
 
@@ -211,7 +216,9 @@ impl LocalDriver {
             .capacity(bytes + self.opts.headroom)
             .max_allocations(4 * entries + 64)
             .max_names(2 * entries + 64)
-            .max_participants((self.pipeline.operators.len() as u32 + 2).clamp(4, 64))
+            .max_participants(
+                (self.pipeline.operators.len() as u32 + 1 + OBSERVER_PLACES).clamp(4, 64),
+            )
             .anonymous(!(self.opts.named_context || self.opts.keep_context))
             .persist(self.opts.keep_context);
         Ok(Context::new(&opts)?)
