@@ -357,7 +357,9 @@ fn fastio_view_waits_for_the_run_and_its_ctrl_c_leaves_the_run_alone() {
     seen_lines2.extend(lines2.try_iter());
     assert!(vok2, "{seen_lines2:#?}");
     assert!(
-        seen_lines2.iter().any(|l| l.contains("view: the run ended")),
+        seen_lines2
+            .iter()
+            .any(|l| l.contains("view: the run ended")),
         "{seen_lines2:#?}"
     );
     let (rok, rout, rerr) = finish(recorder, Duration::from_secs(20));

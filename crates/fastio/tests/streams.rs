@@ -692,3 +692,44 @@ fn releases_follow_the_slowest_consumer_and_wake_a_waiter() {
     assert_eq!(released, 2);
     assert!(waited < Duration::from_secs(30), "woken by the release");
 }
+
+/// The slots of a ring start at different offsets within their pages (a
+/// cache line apart), each on a 64-byte boundary, and a frame's bytes never
+/// reach the next slot: a producer writing one slot does not evict, set
+/// for set, the same offsets of the slot a consumer reads.
+#[test]
+fn the_slots_start_a_cache_line_apart_within_their_pages() {
+    let ctx = context(64 << 20);
+    let depth = 6;
+    let frame = 1 << 20;
+    let opts = StreamOptions::new(Primitive::UInt8, &[frame]).depth(depth);
+    assert_eq!(opts.slot_stride(), Some(frame as u64 + 64));
+    let mut tx = ctx.create_stream("stagger", &opts).unwrap();
+    // No consumer takes a frame: the producer fills every slot once.
+    let mut starts = Vec::new();
+    for seq in 0..depth {
+        let mut slot = tx.next_slot(Some(Duration::from_secs(5))).unwrap();
+        let bytes = slot.bytes_mut();
+        assert_eq!(bytes.len(), frame);
+        bytes.fill(seq as u8);
+        starts.push(bytes.as_ptr() as usize);
+        slot.publish().unwrap();
+    }
+    let mut offsets: Vec<usize> = starts.iter().map(|a| a % 4096).collect();
+    assert!(offsets.iter().all(|o| o % 64 == 0), "{offsets:?}");
+    offsets.sort_unstable();
+    offsets.dedup();
+    assert_eq!(
+        offsets.len(),
+        depth,
+        "slots share a page offset: {starts:x?}"
+    );
+    starts.sort_unstable();
+    assert!(starts.windows(2).all(|w| w[1] - w[0] >= frame));
+    // Every frame is still whole: no slot's write reached another's.
+    let mut rx = ctx.stream_consumer("stagger", 0).unwrap();
+    for seq in 0..depth {
+        let f = rx.next(Some(Duration::from_secs(5))).unwrap().unwrap();
+        assert!(f.iter().all(|&b| b == seq as u8), "frame {seq}");
+    }
+}

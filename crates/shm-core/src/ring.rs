@@ -159,8 +159,10 @@ impl Word for loom::sync::atomic::AtomicU64 {
     }
 }
 
-/// "FIOSTRM2" (version 2: the space event on a cache line of its own).
-pub const MAGIC: u64 = u64::from_le_bytes(*b"FIOSTRM2");
+/// "FIOSTRM3" (version 2: the space event on a cache line of its own;
+/// version 3: the slots that follow the control words start a cache line
+/// apart within their pages, so a reader of version 2 must not take them).
+pub const MAGIC: u64 = u64::from_le_bytes(*b"FIOSTRM3");
 /// Words of the header.
 pub const HEADER_WORDS: usize = 32;
 /// Words of one consumer record.

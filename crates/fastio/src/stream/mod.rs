@@ -107,9 +107,17 @@ use ring_handle::StreamCore;
 
 pub use crate::names::STREAM_PREFIX;
 
-/// Slots start on this boundary (a page, so a frame's first touch costs
+/// A slot's bytes are a whole number of pages (a frame's first touch costs
 /// no neighbour's page).
 const SLOT_ALIGN: u64 = 4096;
+
+/// Slot `i` starts `i × SLOT_STAGGER` bytes past a page boundary (modulo a
+/// page): the caches choose a set from the address bits within a page
+/// too, so page-aligned slots put the same offset of every slot on the
+/// same sets, and a producer writing one slot evicts what a consumer is
+/// about to read of another (`../shared/research/large_frames.md`). A
+/// cache line, so frames stay 64-byte aligned.
+const SLOT_STAGGER: u64 = 64;
 
 /// Flags word: a dead producer may be restarted.
 const FLAG_PRODUCER_RESTART: u64 = 1;

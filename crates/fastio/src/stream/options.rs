@@ -89,13 +89,20 @@ impl StreamOptions {
             .checked_next_multiple_of(SLOT_ALIGN)
     }
 
+    /// Bytes from one slot's start to the next's: a slot and a cache
+    /// line, so that the slots start at different offsets within a page
+    /// (see `SLOT_STAGGER`).
+    pub fn slot_stride(&self) -> Option<u64> {
+        self.slot_bytes()?.checked_add(SLOT_STAGGER)
+    }
+
     /// Bytes the stream takes in its context: control words and slots.
     pub fn reserved_bytes(&self) -> Option<u64> {
         let control = ring::control_words(self.depth, self.consumers, self.overflow)? as u64 * 8;
         let slots = ring::slot_count(self.depth, self.consumers, self.overflow)? as u64;
         control
             .checked_next_multiple_of(SLOT_ALIGN)?
-            .checked_add(self.slot_bytes()?.checked_mul(slots)?)
+            .checked_add(self.slot_stride()?.checked_mul(slots)?)
     }
 
     pub(super) fn check(&self, stream: &str) -> Result<()> {

@@ -18,6 +18,8 @@ pub(super) struct StreamCore {
     pub(super) elem_size: usize,
     pub(super) max_shape: Vec<usize>,
     pub(super) slot_size: usize,
+    /// From one slot's start to the next's (`StreamOptions::slot_stride`).
+    pub(super) slot_stride: usize,
     pub(super) data_off: usize,
     pub(super) control_words: usize,
 }
@@ -103,6 +105,7 @@ impl StreamCore {
             elem_size: Type::primitive(element).data_size().unwrap_or(1),
             max_shape,
             slot_size: slot_size as usize,
+            slot_stride: slot_size as usize + SLOT_STAGGER as usize,
             data_off,
             control_words,
             region,
@@ -140,7 +143,7 @@ impl StreamCore {
 
     /// Where slot `slot` (`< slots`, checked by the ring) starts.
     pub(super) fn slot_off(&self, slot: usize) -> usize {
-        self.data_off + slot * self.slot_size
+        self.data_off + slot * self.slot_stride
     }
 
     pub(super) fn poisoned(&self, from_frame: u64, reason: impl Into<String>) -> Error {
