@@ -59,8 +59,21 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
         return Err("`bench --report` runs every group; it takes no filter".into());
     }
     if extra.first().is_some_and(|a| a == "hosts") {
+        // `bench hosts [entries | latency]`: all of the hosts section, or
+        // the entries' tables (plain, TLS, the socket buffer check), or the
+        // three-host chain's latency.
+        let part = match extra.get(1).map(String::as_str) {
+            None => crate::bench_hosts::Part::All,
+            Some("entries") => crate::bench_hosts::Part::Entries,
+            Some("latency") => crate::bench_hosts::Part::Latency,
+            Some(other) => {
+                return Err(format!(
+                    "bench hosts: no part {other:?} (entries or latency, or none for all)"
+                ));
+            }
+        };
         let mut out = String::new();
-        let peers = crate::bench_hosts::run(&mut out)?;
+        let peers = crate::bench_hosts::run_part(&mut out, part)?;
         print!("{out}");
         for p in &peers {
             println!("peer {}: {}", p.name, p.status);

@@ -239,8 +239,29 @@ fn human(ns: f64) -> String {
     crate::bench::human_time(ns)
 }
 
+/// Which of the hosts section `cargo xtask bench hosts` runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) enum Part {
+    /// Everything (what `--report` runs).
+    All,
+    /// The entries between two hosts: plain, over mutual TLS against the
+    /// engine's own, and the socket buffer check.
+    Entries,
+    /// The three-host chain behind a slow consumer.
+    Latency,
+}
+
 /// Runs the bench and writes its section (markdown) to `out`.
 pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
+    run_part(out, Part::All)
+}
+
+/// Runs `part` of the bench and writes it (markdown) to `out`.
+pub(crate) fn run_part(out: &mut String, part: Part) -> Result<Vec<Peer>, String> {
+    if part == Part::Latency {
+        chain_latency(out)?;
+        return Ok(Vec::new());
+    }
     Step::new(
         "hostbench",
         cargo([
@@ -471,6 +492,9 @@ pub(crate) fn run(out: &mut String) -> Result<Vec<Peer>, String> {
     );
     out.push_str(&tls_rows);
     tls_socket_buffers(&hosts, &exe, &mut port, out)?;
+    if part == Part::Entries {
+        return Ok(Vec::new());
+    }
     with_latency_request(&hosts, &exe, &mut port, out)?;
     streams(&hosts, &mut port, tcp_bulk, out)?;
     chain_latency(out)?;
