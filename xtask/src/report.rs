@@ -127,6 +127,27 @@ fn write_to(
         )?;
         plots.push("stream.svg");
     }
+    let growth = growth_allocations(groups);
+    if !growth.is_empty() {
+        let series: Series = GROWTH_FUNCTIONS
+            .iter()
+            .map(|f| {
+                let pts = growth
+                    .iter()
+                    .filter_map(|(n, rs)| Some((*n as f64, find_in(rs, f)?.median_ns / 1e9)))
+                    .collect();
+                (f.to_string(), pts)
+            })
+            .collect();
+        plot_against(
+            &dir.join("growth_allocations.svg"),
+            "Live allocations in one context: time per operation",
+            ("allocations alive", &|v| format!("{v:.0}")),
+            "seconds (median)",
+            &series,
+        )?;
+        plots.push("growth_allocations.svg");
+    }
     let md = markdown(groups, peers, sections, &handoff, &stream, &plots);
     let path = dir.join("README.md");
     std::fs::write(&path, md).map_err(|e| format!("write {}: {e}", path.display()))?;
@@ -160,6 +181,24 @@ fn points(rs: &[&Measured], y: impl Fn(&Measured) -> f64) -> Vec<(f64, f64)> {
 
 /// A log–log plot of `series` against payload bytes.
 fn plot(path: &Path, title: &str, y_desc: &str, series: &Series) -> Result<(), String> {
+    plot_against(
+        path,
+        title,
+        ("payload (bytes)", &human_bytes),
+        y_desc,
+        series,
+    )
+}
+
+/// A log–log plot of `series` against `x` (its description and how its
+/// labels read).
+fn plot_against(
+    path: &Path,
+    title: &str,
+    x: (&str, &dyn Fn(f64) -> String),
+    y_desc: &str,
+    series: &Series,
+) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("plot {}: {e}", path.display());
     let all = series.iter().flat_map(|(_, p)| p.iter());
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, 0f64, f64::MAX, 0f64);
@@ -183,9 +222,9 @@ fn plot(path: &Path, title: &str, y_desc: &str, series: &Series) -> Result<(), S
         .map_err(|e| err(&e))?;
     chart
         .configure_mesh()
-        .x_desc("payload (bytes)")
+        .x_desc(x.0)
         .y_desc(y_desc)
-        .x_label_formatter(&|v| human_bytes(*v))
+        .x_label_formatter(&|v| (x.1)(*v))
         .y_label_formatter(&|v| format!("{v:.1e}"))
         .draw()
         .map_err(|e| err(&e))?;
@@ -373,10 +412,14 @@ fn markdown(
         }
         size_tables(w, groups, "stream/", false);
     }
+    growth_section(w, groups, plots);
     w.push_str(sections.params);
     let _ = writeln!(w, "## Every other group\n");
     for (g, rs) in groups {
-        if g.starts_with("handoff/") || g.starts_with("stream/") {
+        if g.starts_with("handoff/")
+            || g.starts_with("stream/")
+            || g.starts_with("growth_allocations/")
+        {
             continue;
         }
         let _ = writeln!(
@@ -569,6 +612,68 @@ fn paired_rounds(w: &mut String, paired: &Paired) {
     let _ = writeln!(w, "\n↺: iceoryx2 ran first in that round.\n");
 }
 
+/// The functions of the `growth_allocations/<n>` groups.
+const GROWTH_FUNCTIONS: [&str; 2] = ["create_publish_free", "lookup"];
+
+/// The `growth_allocations/<n>` groups, by `n`.
+fn growth_allocations(groups: &Groups) -> BTreeMap<u64, &Vec<Measured>> {
+    groups
+        .iter()
+        .filter_map(|(g, rs)| Some((g.strip_prefix("growth_allocations/")?.parse().ok()?, rs)))
+        .collect()
+}
+
+fn find_in<'a>(rs: &'a [Measured], function: &str) -> Option<&'a Measured> {
+    rs.iter().find(|r| r.function == function)
+}
+
+/// How costs grow with the work (issue 52, part 3): so far, live
+/// allocations in one context.
+fn growth_section(w: &mut String, groups: &Groups, plots: &[&str]) {
+    let growth = growth_allocations(groups);
+    let (Some((&first_n, first)), Some((&last_n, last))) =
+        (growth.first_key_value(), growth.last_key_value())
+    else {
+        return;
+    };
+    let _ = writeln!(
+        w,
+        "## How costs grow\n\nLive allocations in one context (`growth_allocations/<n>`, \
+         `crates/fastio/benches/fastio.rs`): the context holds `n - 1` published allocations \
+         of 64 bytes; timed beside them: create, publish and free one more, and look a live \
+         one up by name. The context's limit is 65,536 allocations alive at once, so the \
+         largest count is that. Goal: time per operation within ×2 from the fewest to the \
+         most (no table scanned per operation).\n"
+    );
+    if plots.contains(&"growth_allocations.svg") {
+        let _ = writeln!(w, "![growth_allocations.svg](growth_allocations.svg)\n");
+    }
+    let _ = writeln!(
+        w,
+        "| allocations alive | {} |",
+        GROWTH_FUNCTIONS.join(" | ")
+    );
+    let _ = writeln!(w, "|---|{}", "---|".repeat(GROWTH_FUNCTIONS.len()));
+    for (n, rs) in &growth {
+        let cells: Vec<String> = GROWTH_FUNCTIONS
+            .iter()
+            .map(|f| find_in(rs, f).map_or("–".into(), |m| human_time(m.median_ns)))
+            .collect();
+        let _ = writeln!(w, "| {n} | {} |", cells.join(" | "));
+    }
+    let verdicts: Vec<String> = GROWTH_FUNCTIONS
+        .iter()
+        .filter_map(|f| {
+            let r = find_in(last, f)?.median_ns / find_in(first, f)?.median_ns;
+            Some(format!(
+                "`{f}` ×{r:.2} at {last_n} of at {first_n} (≤ ×2: {})",
+                if r <= 2.0 { "met" } else { "**missed**" }
+            ))
+        })
+        .collect();
+    let _ = writeln!(w, "\n{}.\n", verdicts.join("; "));
+}
+
 fn find<'a>(groups: &'a Groups, group: &str, function: &str) -> Option<&'a Measured> {
     groups.get(group)?.iter().find(|r| r.function == function)
 }
@@ -731,6 +836,43 @@ fn goals(w: &mut String, groups: &Groups, paired: &Paired) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_growth_section_compares_the_most_allocations_with_the_fewest() {
+        let m = |function: &str, median_ns: f64| Measured {
+            function: function.into(),
+            mean_ns: median_ns,
+            median_ns,
+            min_ns: median_ns,
+            max_ns: median_ns,
+            samples: 20,
+            bytes: None,
+        };
+        let mut groups = Groups::new();
+        groups.insert(
+            "growth_allocations/10".into(),
+            vec![m("create_publish_free", 500.0), m("lookup", 300.0)],
+        );
+        groups.insert(
+            "growth_allocations/65536".into(),
+            vec![m("create_publish_free", 700.0), m("lookup", 900.0)],
+        );
+        let mut w = String::new();
+        growth_section(&mut w, &groups, &[]);
+        assert!(w.contains("## How costs grow"), "{w}");
+        assert!(w.contains("| 65536 |"), "{w}");
+        assert!(
+            w.contains("`create_publish_free` ×1.40 at 65536 of at 10 (≤ ×2: met)"),
+            "{w}"
+        );
+        assert!(
+            w.contains("`lookup` ×3.00 at 65536 of at 10 (≤ ×2: **missed**)"),
+            "{w}"
+        );
+        let mut none = String::new();
+        growth_section(&mut none, &Groups::new(), &[]);
+        assert!(none.is_empty());
+    }
+
     #[test]
     fn the_frames_in_flight_are_the_benches() {
         let common = std::fs::read_to_string(

@@ -11,6 +11,9 @@
 //!   one byte per page through a new read mapping (page faults), and
 //!   `free` (hole punch), against writing one byte per page of a warm
 //!   buffer of the same size.
+//! * `growth_allocations/<n>`: create, publish and free one allocation, and
+//!   look one up by name, in a context holding `n - 1` live ones (how the
+//!   cost grows with the work: within ×2 from 10 to 65,536 means no scan).
 //! * the handoff between processes is in `handoff.rs`.
 
 #![forbid(unsafe_code)]
@@ -139,10 +142,51 @@ fn cold_parts(c: &mut Criterion) {
     }
 }
 
+/// Live allocations in one context (issue 52, how costs grow): the
+/// context holds `n - 1` published allocations of 64 bytes, and each
+/// operation is timed beside them: create, publish and free one more
+/// (`create_publish_free`), and look one of the live ones up by name
+/// (`lookup`: `get`, then drop the handle). The context's limit on
+/// allocations alive at once is 65,536 (`ContextOptions::max_allocations`).
+const GROWTH_ALLOCATIONS: [usize; 5] = [10, 100, 1_000, 10_000, 65_536];
+
+fn growth_allocations(c: &mut Criterion) {
+    for n in GROWTH_ALLOCATIONS {
+        let ctx = Context::new(
+            &options((n as u64 + 16) * PAGE as u64)
+                .max_allocations(n as u32)
+                .max_names(n as u32),
+        )
+        .unwrap();
+        let live: Vec<String> = (0..n - 1).map(|i| format!("live/{i}")).collect();
+        for name in &live {
+            ctx.create(64).unwrap().publish_and_release(name).unwrap();
+        }
+        let mut g = c.benchmark_group(format!("growth_allocations/{n}"));
+        g.sample_size(20);
+        g.bench_function("create_publish_free", |b| {
+            b.iter(|| {
+                let a = ctx.create(64).unwrap();
+                a.publish("one-more").unwrap();
+                a.free().unwrap();
+            })
+        });
+        let mut k = 0usize;
+        g.bench_function("lookup", |b| {
+            b.iter(|| {
+                k = (k + 7919) % live.len();
+                black_box(ctx.get(&live[k]).unwrap());
+            })
+        });
+        g.finish();
+    }
+}
+
 fn main() {
     let mut c = Criterion::default().configure_from_args();
     steady_state(&mut c);
     cycle(&mut c);
     cold_parts(&mut c);
+    growth_allocations(&mut c);
     c.final_summary();
 }
