@@ -393,12 +393,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn waits_are_summed_per_side() {
+        let w = Waits::parse("consumer 3 10\nproducer 0 10\nconsumer 1 10\njunk\nproducer x 1\n");
+        assert_eq!(w.consumer, Some((4, 20)));
+        assert_eq!(w.producer, Some((0, 10)));
+        assert_eq!(w.text(), "consumer waited 20%, producer 0%");
+        assert_eq!(Waits::parse("").text(), "");
+    }
+
+    #[test]
+    fn every_stream_size_has_page_and_all_rows_in_both_modes() {
+        let pairs = iceoryx2_pairs();
+        for size in ["4KiB", "64KiB", "1MiB", "16MiB", "64MiB"] {
+            for (ours, peer) in [
+                ("fastio_ring_page", "iceoryx2_page"),
+                ("fastio_ring_spin_page", "iceoryx2_poll_page"),
+                ("fastio_ring_all", "iceoryx2_all"),
+                ("fastio_ring_spin_all", "iceoryx2_poll_all"),
+            ] {
+                let group = format!("stream/{size}");
+                assert!(
+                    pairs
+                        .iter()
+                        .any(|p| p.group == group && p.ours == ours && p.peer == peer),
+                    "{group} {ours}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn ratio_is_the_median_of_the_rounds_ratios() {
         let round = |ours_ns, peer_ns| Round {
             ours_ns,
             peer_ns,
             ours_first: true,
             core_round_trip_ns: 100.0,
+            ours_waits: Waits::default(),
+            peer_waits: Waits::default(),
         };
         let row = PairedRow {
             pair: iceoryx2_pairs().remove(0),
@@ -420,7 +452,7 @@ mod tests {
     #[test]
     fn every_goal_row_against_iceoryx2_is_paired_once() {
         let pairs = iceoryx2_pairs();
-        assert_eq!(pairs.len(), 17);
+        assert_eq!(pairs.len(), 4 + 10 + 10 + 6);
         for (i, p) in pairs.iter().enumerate() {
             assert!(p.peer.starts_with("iceoryx2_"), "{p:?}");
             assert!(!pairs[i + 1..].contains(p), "{p:?} twice");
