@@ -901,19 +901,6 @@ fn soak_figures(out: &mut String) {
     ));
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_chain_tests_line_is_read() {
-        let err = "noise\nsink's median age: before 1234 µs, during 61500 µs, after 1100 µs; its \
-                   cycle while slow 4100 µs\n";
-        assert_eq!(chain_ages(err), Some([1234, 61500, 1100, 4100]));
-        assert_eq!(chain_ages("sink's median age: before x µs"), None);
-        assert_eq!(chain_ages(""), None);
-    }
-}
 
 /// UDP datagrams host `ns` dropped for a full socket receive buffer so far
 /// (`RcvbufErrors` of its `/proc/net/snmp`).
@@ -1014,4 +1001,18 @@ fn tls_socket_buffers(
         rows.join("\n")
     ));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chain_tests_line_is_read() {
+        let err = "noise\nsink's median age: before 1234 µs, during 61500 µs, after 1100 µs; its \
+                   cycle while slow 4100 µs\n";
+        assert_eq!(chain_ages(err), Some([1234, 61500, 1100, 4100]));
+        assert_eq!(chain_ages("sink's median age: before x µs"), None);
+        assert_eq!(chain_ages(""), None);
+    }
 }
