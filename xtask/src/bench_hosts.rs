@@ -901,7 +901,6 @@ fn soak_figures(out: &mut String) {
     ));
 }
 
-
 /// UDP datagrams host `ns` dropped for a full socket receive buffer so far
 /// (`RcvbufErrors` of its `/proc/net/snmp`).
 fn udp_rcvbuf_errors(ns: &str) -> Option<u64> {
