@@ -92,9 +92,12 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
     if extra.first().is_some_and(|a| a == "paired") {
         // `bench paired [GROUP]`: the goal rows against iceoryx2 (of one
         // group, such as `stream/4KiB`) in alternating pairs.
+        // `bench paired [GROUP [OURS...]]`: one group, and in it only the
+        // rows of our functions named.
         let pairs: Vec<_> = bench_paired::iceoryx2_pairs()
             .into_iter()
             .filter(|p| extra.get(1).is_none_or(|g| p.group == *g))
+            .filter(|p| extra.len() <= 2 || extra[2..].iter().any(|f| f == p.ours))
             .collect();
         if pairs.is_empty() {
             return Err(format!(
