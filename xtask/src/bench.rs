@@ -117,6 +117,12 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
         }
         return Ok(());
     }
+    if extra.first().is_some_and(|a| a == "chain") && extra.get(1).is_some_and(|a| a == "viewer") {
+        let mut out = String::new();
+        crate::bench_chain::run_viewer(&mut out)?;
+        print!("{out}");
+        return Ok(());
+    }
     if extra.first().is_some_and(|a| a == "chain") && extra.get(1).is_some_and(|a| a == "recorder")
     {
         let mut out = String::new();

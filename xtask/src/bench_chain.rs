@@ -29,7 +29,7 @@
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use crate::bench::human_time;
 use crate::bench_peers::Peer;
@@ -110,8 +110,11 @@ pub(crate) struct SinkResult {
     loop_ns: Option<u64>,
     rss_kb_at: Option<u64>,
     rss_kb_end: Option<u64>,
-    /// When a lossy recorder was running beside the run (wall clock, ns).
+    /// When a lossy recorder (or a viewer) was running beside the run
+    /// (wall clock, ns).
     recorder_windows: Vec<(u64, u64)>,
+    /// The most resident memory a viewer beside the run had (KiB).
+    viewer_peak_kib: u64,
 }
 
 pub(crate) fn parse_result(text: &str) -> Result<SinkResult, String> {
@@ -194,6 +197,9 @@ enum Recorder {
     Lossy,
     /// `streaming.record`: the driver's recorder, one more consumer.
     Lossless,
+    /// `fastio view` beside the run with four clients of Foxglove's
+    /// protocol (issue 53: a viewer never slows the pipeline).
+    Viewer,
 }
 
 /// How long a lossy recorder records, and rests, in turns.
@@ -281,6 +287,127 @@ fn toggle_recorder(
         std::thread::sleep(RECORDER_OFF);
     }
     Ok(windows)
+}
+
+/// Resident memory of process `pid` (KiB), when it lives.
+fn rss_kib(pid: u32) -> Option<u64> {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+/// Runs `fastio view` beside the chain in turns until `done`, each time
+/// with four clients of Foxglove's protocol (`@foxglove/ws-protocol`, the
+/// tests' `client.cjs`): three that subscribe to every channel and read
+/// every message, one that subscribes and never reads. When each ran, and
+/// the viewer's most resident memory (KiB).
+fn toggle_viewer(
+    fastio: &Path,
+    dir: &Path,
+    done: &std::sync::atomic::AtomicBool,
+) -> Result<(Vec<(u64, u64)>, u64), String> {
+    use std::io::BufRead;
+    let script = root().join("crates/fastio-cli/tests/view/client.cjs");
+    let node_modules = root().join("target/node-foxglove/node_modules");
+    let mut windows = Vec::new();
+    let mut peak = 0u64;
+    for k in 0..(RUN_LIMIT_SECS as usize) {
+        if done.load(std::sync::atomic::Ordering::Acquire) {
+            break;
+        }
+        let mut cmd = Command::new(fastio);
+        cmd.args([
+            "view",
+            "--pipeline",
+            "chain-bench",
+            "--listen",
+            "127.0.0.1:0",
+        ]);
+        if k == 0 {
+            cmd.args(["--wait", "30"]);
+        }
+        let mut viewer = cmd
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("start fastio view: {e}"))?;
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        let stderr = viewer.stderr.take().expect("piped");
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = tx.send(line);
+            }
+        });
+        let mut said = Vec::new();
+        let url = loop {
+            match rx.recv_timeout(std::time::Duration::from_secs(40)) {
+                Ok(line) => {
+                    if let Some(at) = line.find("ws://") {
+                        break Some(
+                            line[at..]
+                                .split_whitespace()
+                                .next()
+                                .unwrap_or("")
+                                .to_owned(),
+                        );
+                    }
+                    said.push(line);
+                }
+                Err(_) => break None,
+            }
+        };
+        let Some(url) = url else {
+            let _ = viewer.kill();
+            let _ = viewer.wait();
+            if k > 0 && done.load(std::sync::atomic::Ordering::Acquire) {
+                break;
+            }
+            return Err(format!(
+                "fastio view beside the chain: {}",
+                said.join(" / ")
+            ));
+        };
+        let from = wall_ns();
+        let seconds = (RECORDER_ON.as_secs() + 2).to_string();
+        let clients: Vec<_> = ["read", "read", "read", "idle"]
+            .iter()
+            .map(|mode| {
+                Command::new("node")
+                    .arg(&script)
+                    .args([mode, url.as_str(), seconds.as_str()])
+                    .env("NODE_PATH", &node_modules)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .map_err(|e| format!("node (cargo xtask node installs the client): {e}"))
+            })
+            .collect::<Result<_, _>>()?;
+        let until = std::time::Instant::now() + RECORDER_ON;
+        while std::time::Instant::now() < until {
+            peak = peak.max(rss_kib(viewer.id()).unwrap_or(0));
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = Command::new("kill")
+            .args(["-INT", &viewer.id().to_string()])
+            .status();
+        let _ = viewer.wait();
+        for mut c in clients {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        windows.push((from, wall_ns()));
+        std::thread::sleep(RECORDER_OFF);
+    }
+    Ok((windows, peak))
 }
 
 /// The source's rate (frames/s) in each 1,000-frame block that lay wholly
@@ -389,9 +516,16 @@ impl Run<'_> {
         // A lossy recorder beside it, on and off in turns: windows of
         // `RECORDER_ON` recording, `RECORDER_OFF` not, until the run ends.
         let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let recorder = (self.recorder == Recorder::Lossy).then(|| {
+        let recorder = matches!(self.recorder, Recorder::Lossy | Recorder::Viewer).then(|| {
             let (fastio, dir, done) = (tools.fastio.clone(), self.dir.clone(), done.clone());
-            std::thread::spawn(move || toggle_recorder(&fastio, &dir, &done))
+            let viewer = self.recorder == Recorder::Viewer;
+            std::thread::spawn(move || {
+                if viewer {
+                    toggle_viewer(&fastio, &dir, &done)
+                } else {
+                    toggle_recorder(&fastio, &dir, &done).map(|w| (w, 0))
+                }
+            })
         });
         let name = format!(
             "chain {}",
@@ -407,15 +541,16 @@ impl Run<'_> {
             }
         }
         done.store(true, std::sync::atomic::Ordering::Release);
-        let windows = match recorder {
+        let (windows, viewer_peak_kib) = match recorder {
             Some(t) => t.join().map_err(|_| "the recorder thread panicked")??,
-            None => Vec::new(),
+            None => (Vec::new(), 0),
         };
         ran?;
         let text = std::fs::read_to_string(&result)
             .map_err(|e| format!("{}: the sink wrote no result: {e}", self.dir.display()))?;
         let mut r = parse_result(&text)?;
         r.recorder_windows = windows;
+        r.viewer_peak_kib = viewer_peak_kib;
         Ok(r)
     }
 
@@ -870,6 +1005,93 @@ fn verdict(ok: bool) -> &'static str {
 pub(crate) fn run_recorders(out: &mut String) -> Result<(), String> {
     build_chain_binaries()?;
     recorders(&Tools::new(None), out)
+}
+
+/// Only the viewer bench (`cargo xtask bench chain viewer`).
+pub(crate) fn run_viewer(out: &mut String) -> Result<(), String> {
+    build_chain_binaries()?;
+    crate::node::foxglove_client()?;
+    viewer(&Tools::new(None), out)
+}
+
+/// A viewer beside the unpaced chain (issue 53): `fastio view` with four
+/// clients (three reading every channel, one never reading) on for
+/// `RECORDER_ON`, off as long, in turns; the source's median rate over
+/// 1,000-frame blocks with the viewer against without, in the same run,
+/// and the viewer's most resident memory.
+fn viewer(tools: &Tools, out: &mut String) -> Result<(), String> {
+    const FRAMES: u64 = 1_500_000;
+    const SIZE: u64 = 64 << 10;
+    const RUNS: usize = 3;
+    let dir = crate::bench::target_dir()
+        .join("bench-chain")
+        .join("viewer");
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+    };
+    let mut ratios = Vec::new();
+    let mut runs = String::new();
+    let mut peak = 0u64;
+    for _ in 0..RUNS {
+        let r = Run {
+            variant: Variant::FastioRust,
+            dir: dir.clone(),
+            size: SIZE,
+            frames: FRAMES,
+            pause_us: 0,
+            sink_env: &[],
+            depth: DEPTH,
+            rust_source: true,
+            recorder: Recorder::Viewer,
+            across: None,
+        }
+        .go(tools)?;
+        if r.count != FRAMES || r.disorder + r.torn > 0 {
+            return Err(format!(
+                "viewer bench: {} of {FRAMES} frames, {} out of order, {} torn",
+                r.count, r.disorder, r.torn
+            ));
+        }
+        let (with, without) = rates_beside_recorder(&r);
+        if with.len() < 20 || without.len() < 20 {
+            return Err(format!(
+                "viewer bench: too few stretches to compare ({} with the viewer, {} without, \
+                 {} windows)",
+                with.len(),
+                without.len(),
+                r.recorder_windows.len()
+            ));
+        }
+        let (w, wo) = (median(with.clone()), median(without.clone()));
+        ratios.push(w / wo);
+        peak = peak.max(r.viewer_peak_kib);
+        let _ = write!(
+            runs,
+            "{}x{:.3} ({:.0} / {:.0} frames/s, {} / {} blocks)",
+            if runs.is_empty() { "" } else { ", " },
+            w / wo,
+            w,
+            wo,
+            with.len(),
+            without.len()
+        );
+    }
+    let ratio = median(ratios);
+    let _ = writeln!(
+        out,
+        "\nA viewer beside the unpaced chain at 64 KiB (Rust operators; {RUNS} runs of {FRAMES} \
+         frames, `fastio view` with four clients of Foxglove's protocol, three reading every \
+         channel and one never reading, on for {:.1} s and off for {:.1} s in turns; the \
+         source's median rate over 1,000-frame blocks with it against without it, in the same \
+         run):\n  x{ratio:.3} (goal >= 0.95, never slows the source: {}); the runs: {runs}; the \
+         viewer's most resident memory {:.1} MiB",
+        RECORDER_ON.as_secs_f64(),
+        RECORDER_OFF.as_secs_f64(),
+        verdict(ratio >= 0.95),
+        peak as f64 / 1024.0
+    );
+    Ok(())
 }
 
 fn build_chain_binaries() -> Result<(), String> {

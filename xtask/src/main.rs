@@ -46,6 +46,7 @@ commands:
   bench [params|chain [recorder]|hosts] [FILTER]  run the benchmarks and the peers beside them (or only params-io's, beside TVM's loader; the stream chain, beside dora-rs; or entries between two namespace hosts, beside Zenoh alone and TCP), print ratios
   bench hosts [entries|latency]
                              the hosts section alone: all of it, or the entries between two hosts (plain TCP, Zenoh alone, fastio-net; over mutual TLS beside Zenoh alone and bare quinn; QUIC's socket buffer), or the three-host chain behind a slow consumer
+  bench chain viewer         a viewer (`fastio view` and four Foxglove clients, one never reading) beside the unpaced chain, on and off in turns: the source's rate with it against without, the viewer's memory
   bench paired [GROUP [OURS...]]
                              the goal rows against iceoryx2 in alternating pairs (all, one group such as stream/64MiB, or only our functions named in it)
   bench wakes                how long this machine takes to run a process woken from the other core and from its own (the hosts bench prints it too)

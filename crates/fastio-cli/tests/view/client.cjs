@@ -13,6 +13,7 @@
 // last message of every operators/<name> channel, the log lines and the
 // `run` end message, and prints one JSON summary line on stdout when the end
 // came (exit 0), or exits 1 with the reason.
+// MODE `read`: subscribes to every channel and reads (the bench's clients).
 // MODE `idle`: subscribes to every channel and then never reads its socket.
 // MODE `garbage`: sends random bytes and invalid JSON, over WebSocket and over
 // a raw TCP connection, until SECONDS passed.
@@ -266,6 +267,27 @@ function check() {
   }
 }
 
+// MODE `read` (the bench's clients, `cargo xtask bench chain viewer`):
+// subscribes to every channel and reads every message until SECONDS
+// passed or the server went, then prints `messages N bytes B`.
+function read() {
+  const { client } = connect();
+  subscribeAll(client, new Map());
+  let messages = 0;
+  let bytes = 0;
+  const done = () => {
+    console.log(`messages ${messages} bytes ${bytes}`);
+    process.exit(0);
+  };
+  client.on("message", (m) => {
+    messages += 1;
+    bytes += m.data.byteLength;
+  });
+  client.on("error", () => {});
+  client.on("close", done);
+  setTimeout(done, seconds * 1000);
+}
+
 function idle() {
   const { ws, client } = connect();
   subscribeAll(client, new Map());
@@ -308,6 +330,7 @@ function garbage() {
 }
 
 if (mode === "check") check();
+else if (mode === "read") read();
 else if (mode === "idle") idle();
 else if (mode === "garbage") garbage();
 else fail(`unknown mode ${mode}`);
