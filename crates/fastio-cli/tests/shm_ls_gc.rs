@@ -11,6 +11,20 @@ fn fastio(args: &[&str]) -> std::process::Output {
         .expect("run fastio")
 }
 
+/// Held by every test of this file for its whole length. A segment is
+/// alive while any handle of it is open, and a process another test thread
+/// forks to run `fastio` holds a copy of every descriptor this process
+/// has until it execs: a segment dropped meanwhile still reads as alive
+/// (`cargo xtask flake --load 2` caught one). No test here forks while
+/// another looks at liveness.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn listed(prefix: &str) -> Vec<serde_json::Value> {
     let out = fastio(&["shm", "ls", "--prefix", prefix, "--json"]);
     assert!(out.status.success(), "{out:?}");
@@ -23,6 +37,7 @@ fn listed(prefix: &str) -> Vec<serde_json::Value> {
 
 #[test]
 fn lists_alive_then_collects_dead_segments() {
+    let _serial = one_at_a_time();
     // Our own prefix, so parallel tests and other users' segments are untouched.
     let prefix = format!("shmcoretest-cli{}", std::process::id());
     let seg = Segment::create(
@@ -61,6 +76,7 @@ fn lists_alive_then_collects_dead_segments() {
 
 #[test]
 fn bad_prefix_is_one_line_and_non_zero() {
+    let _serial = one_at_a_time();
     let out = fastio(&["shm", "ls", "--prefix", "../etc"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
@@ -87,6 +103,7 @@ fn dead_segment(prefix: &str) -> String {
 /// collected by that text, never skipped.
 #[test]
 fn gc_collects_one_segment_by_name_or_one_runs_and_odd_names_are_escaped() {
+    let _serial = one_at_a_time();
     use std::os::unix::ffi::OsStringExt;
     let prefix = format!("shmcoretest-one{}", std::process::id());
     let (a, b) = (dead_segment(&prefix), dead_segment(&prefix));
