@@ -3,13 +3,6 @@
 
 use super::*;
 
-/// How long a consumer that caught up spins on the data event before it
-/// sleeps, whatever the context's spin budget: a frame that comes within
-/// it costs neither side a futex call, and this VM's wake-up of a sleeping
-/// process on the other core takes about 46 µs
-/// (`../shared/research/large_frames.md`, the sleeping consumer).
-const CONSUMER_SPIN: Duration = Duration::from_micros(25);
-
 /// What a consumer and the frames it took share.
 #[derive(Debug)]
 pub(super) struct ConsumerShared {
@@ -200,7 +193,7 @@ impl StreamConsumer {
                     return Err(core.poisoned(next, "its producer died"));
                 }
             }
-            if !core.wait_spinning_at_least(data, seen, deadline, CONSUMER_SPIN) {
+            if !core.wait(data, seen, deadline) {
                 return Err(Error::StreamTimeout {
                     stream: core.name.clone(),
                     what: "waiting for a frame",

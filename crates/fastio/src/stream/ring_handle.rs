@@ -196,18 +196,6 @@ impl StreamCore {
     /// until it moves past `seen`, for at most a liveness tick or until
     /// `deadline`. `false` when the deadline passed.
     pub(super) fn wait(&self, event: &ShmEvent, seen: u32, deadline: Option<Instant>) -> bool {
-        self.wait_spinning_at_least(event, seen, deadline, Duration::ZERO)
-    }
-
-    /// As [`StreamCore::wait`], spinning for at least `floor` (or the
-    /// context's spin budget when longer) before it sleeps.
-    pub(super) fn wait_spinning_at_least(
-        &self,
-        event: &ShmEvent,
-        seen: u32,
-        deadline: Option<Instant>,
-        floor: Duration,
-    ) -> bool {
         let tick = match deadline {
             None => LIVENESS_TICK,
             Some(d) => match d.checked_duration_since(Instant::now()) {
@@ -215,7 +203,7 @@ impl StreamCore {
                 _ => return false,
             },
         };
-        let spin = self.ctx.wait_spin().max(floor).min(tick);
+        let spin = self.ctx.wait_spin().min(tick);
         if event.spin_while(seen, spin).is_none() {
             event.wait_while(seen, tick);
         }
