@@ -830,7 +830,7 @@ fn chain_latency(out: &mut String) -> Result<(), String> {
          a frame for frames 300 to 600 only; the sink's median frame age before, during and \
          after its slow phase (`{CHAIN_TEST}`, the CI test, {CHAIN_RUNS} runs, debug build). \
          Goal: while slow ≤ (3 × depth + 4) frames of the sink's cycle; before and after, the \
-         window grown back, at most half of that. At most {most:.1} frames in this run (it was \
+         window grown back, at most half the age while slow. At most {most:.1} frames in this run (it was \
          46 frames, 183 ms, before credit by releases).\n\n\
          | run | before | while slow | after | goal while slow | before, after ≤ ½ |\n\
          |---|---|---|---|---|---|\n{rows}"
