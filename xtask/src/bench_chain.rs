@@ -438,6 +438,41 @@ fn rates_beside_recorder(r: &SinkResult) -> (Vec<f64>, Vec<f64>) {
     (with, without)
 }
 
+/// The median of `v` (the upper middle for an even count; NaN when empty).
+fn median_of(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// One run beside a `what` (a recorder, a viewer) switched on and off: the
+/// source's median rate with it over its median rate without it, and the
+/// run told in `runs`.
+fn with_against_without(r: &SinkResult, what: &str, runs: &mut String) -> Result<f64, String> {
+    let (with, without) = rates_beside_recorder(r);
+    if with.len() < 20 || without.len() < 20 {
+        return Err(format!(
+            "{what} bench: too few stretches to compare ({} with the {what}, {} without, {} \
+             windows)",
+            with.len(),
+            without.len(),
+            r.recorder_windows.len()
+        ));
+    }
+    let (blocks_with, blocks_without) = (with.len(), without.len());
+    let (w, wo) = (median_of(with), median_of(without));
+    let _ = write!(
+        runs,
+        "{}x{:.3} ({:.0} / {:.0} frames/s, {} / {} blocks)",
+        if runs.is_empty() { "" } else { ", " },
+        w / wo,
+        w,
+        wo,
+        blocks_with,
+        blocks_without
+    );
+    Ok(w / wo)
+}
+
 /// Paths every run needs.
 struct Tools {
     fastio: PathBuf,
@@ -1028,10 +1063,7 @@ fn viewer(tools: &Tools, out: &mut String) -> Result<(), String> {
     let dir = crate::bench::target_dir()
         .join("bench-chain")
         .join("viewer");
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-    };
+    let median = median_of;
     let mut ratios = Vec::new();
     let mut runs = String::new();
     let mut peak = 0u64;
@@ -1055,29 +1087,8 @@ fn viewer(tools: &Tools, out: &mut String) -> Result<(), String> {
                 r.count, r.disorder, r.torn
             ));
         }
-        let (with, without) = rates_beside_recorder(&r);
-        if with.len() < 20 || without.len() < 20 {
-            return Err(format!(
-                "viewer bench: too few stretches to compare ({} with the viewer, {} without, \
-                 {} windows)",
-                with.len(),
-                without.len(),
-                r.recorder_windows.len()
-            ));
-        }
-        let (w, wo) = (median(with.clone()), median(without.clone()));
-        ratios.push(w / wo);
+        ratios.push(with_against_without(&r, "viewer", &mut runs)?);
         peak = peak.max(r.viewer_peak_kib);
-        let _ = write!(
-            runs,
-            "{}x{:.3} ({:.0} / {:.0} frames/s, {} / {} blocks)",
-            if runs.is_empty() { "" } else { ", " },
-            w / wo,
-            w,
-            wo,
-            with.len(),
-            without.len()
-        );
     }
     let ratio = median(ratios);
     let _ = writeln!(
@@ -1354,36 +1365,12 @@ fn recorders(tools: &Tools, out: &mut String) -> Result<(), String> {
         }
         Ok(r)
     };
-    let median = |mut v: Vec<f64>| {
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
-    };
+    let median = median_of;
     let mut ratios = Vec::new();
     let mut runs = String::new();
     for _ in 0..RUNS {
         let r = run(Recorder::Lossy, FRAMES)?;
-        let (with, without) = rates_beside_recorder(&r);
-        if with.len() < 20 || without.len() < 20 {
-            return Err(format!(
-                "recorder bench: too few stretches to compare ({} with the recorder, {} without, \
-                 {} windows)",
-                with.len(),
-                without.len(),
-                r.recorder_windows.len()
-            ));
-        }
-        let (w, wo) = (median(with.clone()), median(without.clone()));
-        ratios.push(w / wo);
-        let _ = write!(
-            runs,
-            "{}x{:.3} ({:.0} / {:.0} frames/s, {} / {} blocks)",
-            if runs.is_empty() { "" } else { ", " },
-            w / wo,
-            w,
-            wo,
-            with.len(),
-            without.len()
-        );
+        ratios.push(with_against_without(&r, "recorder", &mut runs)?);
     }
     let lossy = median(ratios);
     let info = {
