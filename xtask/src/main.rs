@@ -107,6 +107,13 @@ pub(crate) const ZENOH_PY: &str = "eclipse-zenoh==1.10.2";
 
 fn ci() -> Result<(), String> {
     let started = std::time::Instant::now();
+    // A CI machine's disk is shared and its free space varies (once a few
+    // hundred MiB): every build of the run keeps line tables only (enough
+    // for a backtrace's file and line; full debug information is most of a
+    // debug build's size) and no incremental state (a second copy of our
+    // crates' builds that a run from a clean clone never reuses).
+    step::lean_builds();
+    step::report_disk("start");
     Step::new("fmt", cargo(["fmt", "--all", "--check"])).run()?;
     Step::new(
         "clippy",
@@ -149,6 +156,16 @@ fn ci() -> Result<(), String> {
     .env("RUSTDOCFLAGS", "-D warnings")
     .run()?;
     forget_packaged_sources()?;
+    // Verification builds every crate alone, from its tarball, with
+    // dependencies resolved afresh: a second full build. It goes into a
+    // target directory of its own, made empty before (so no crate of ours
+    // verified by an earlier run is reused, stale: cargo takes a registry
+    // crate for immutable) and removed after, so the disk holds the two
+    // builds only while this step runs.
+    let package_target = root().join("target").join("package-check");
+    remove_dir_if_present(&package_target)?;
+    // Where an older xtask verified into the main target directory.
+    remove_dir_if_present(&root().join("target").join("package"))?;
     Step::new(
         "package",
         cargo([
@@ -161,9 +178,12 @@ fn ci() -> Result<(), String> {
             "--exclude",
             "fastio-python",
             "--allow-dirty",
+            "--target-dir",
+            &package_target.display().to_string(),
         ]),
     )
     .run()?;
+    remove_dir_if_present(&package_target)?;
     blaze::run()?;
     interop::run()?;
     numpy_diff::run(numpy_diff::DEFAULT_CASES, numpy_diff::DEFAULT_SEED)?;
@@ -193,57 +213,13 @@ fn ci() -> Result<(), String> {
     Ok(())
 }
 
-/// Cargo takes a registry crate for immutable: a crate of ours verified by
-/// an earlier `cargo package` (version unchanged) is compiled once into
-/// `target/debug` and reused, stale, by the next verification. Where an
-/// earlier package step ran (`target/package` exists: not in a fresh
-/// clone), its tarballs and every build of our crates go, so each is built
-/// from what is packaged now.
-fn forget_packaged_builds() -> Result<(), String> {
-    let target = root().join("target");
-    let package = target.join("package");
-    if !package.exists() {
-        return Ok(());
+/// Removes `dir` and all in it; nothing to do when it is not there.
+fn remove_dir_if_present(dir: &std::path::Path) -> Result<(), String> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("remove {}: {e}", dir.display())),
     }
-    std::fs::remove_dir_all(&package).map_err(|e| format!("remove {}: {e}", package.display()))?;
-    let ours: Vec<String> = std::fs::read_dir(root().join("crates"))
-        .map_err(|e| format!("read crates/: {e}"))?
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .collect();
-    let debug = target.join("debug");
-    for dir in [
-        debug.join(".fingerprint"),
-        debug.join("deps"),
-        debug.join("build"),
-    ] {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let stem = name.strip_prefix("lib").unwrap_or(&name);
-            let built_of_ours = ours.iter().any(|c| {
-                let under = c.replace('-', "_");
-                [c.as_str(), under.as_str()].iter().any(|n| {
-                    stem.strip_prefix(n).is_some_and(|rest| {
-                        rest.strip_prefix('-').is_some_and(|h| {
-                            h.split('.').next().is_some_and(|h| {
-                                h.len() == 16 && h.chars().all(|ch| ch.is_ascii_hexdigit())
-                            })
-                        })
-                    })
-                })
-            });
-            if built_of_ours {
-                let path = entry.path();
-                let removed = if path.is_dir() {
-                    std::fs::remove_dir_all(&path)
-                } else {
-                    std::fs::remove_file(&path)
-                };
-                removed.map_err(|e| format!("remove {}: {e}", path.display()))?;
-            }
-        }
-    }
-    Ok(())
 }
 
 /// `cargo package --workspace` verifies each crate against the tarballs of
@@ -256,7 +232,6 @@ fn forget_packaged_builds() -> Result<(), String> {
 /// copies from such local registries first makes every run verify against
 /// the tarballs it just made.
 fn forget_packaged_sources() -> Result<(), String> {
-    forget_packaged_builds()?;
     let cargo_home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")));

@@ -4,9 +4,30 @@
 use std::fs::File;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use crate::root;
+
+/// Whether the cargo commands of this run build lean (see [`lean_builds`]).
+static LEAN_BUILDS: AtomicBool = AtomicBool::new(false);
+
+/// From now on every cargo command this process starts keeps line tables
+/// only (enough for a backtrace's file and line; full debug information is
+/// most of a debug build's size) and no incremental state (a second copy of
+/// our crates' builds that a run from a clean clone never reuses). `ci`
+/// builds so: a CI machine's disk is shared and its free space varies.
+pub(crate) fn lean_builds() {
+    LEAN_BUILDS.store(true, Ordering::Relaxed);
+}
+
+/// Applies [`lean_builds`]'s settings to a cargo command when they are on.
+fn lean(cmd: &mut Command) {
+    if LEAN_BUILDS.load(Ordering::Relaxed) {
+        cmd.env("CARGO_INCREMENTAL", "0")
+            .env("CARGO_PROFILE_DEV_DEBUG", "line-tables-only");
+    }
+}
 
 /// A `cargo` command with the given arguments, run in the workspace root.
 pub(crate) fn cargo<I, S>(args: I) -> Command
@@ -16,6 +37,7 @@ where
 {
     let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
     cmd.args(args).current_dir(root());
+    lean(&mut cmd);
     cmd
 }
 
@@ -40,6 +62,7 @@ where
     ] {
         cmd.env_remove(var);
     }
+    lean(&mut cmd);
     cmd
 }
 
@@ -81,6 +104,7 @@ impl Step {
         let output = std::fs::read_to_string(&log_path).unwrap_or_default();
         let secs = started.elapsed().as_secs_f64();
         report(&self.name, secs, status.success());
+        report_disk(&self.name);
         if status.success() {
             Ok(output)
         } else {
@@ -101,6 +125,35 @@ impl Step {
 pub(crate) fn report(name: &str, secs: f64, ok: bool) {
     let mark = if ok { "[ok]  " } else { "[FAIL]" };
     println!("{mark} {name:<24} {secs:>7.1} s");
+}
+
+/// Prints what the disk holds after `when`: the size of `target/` and the
+/// space left on its file system, so a run that fills the disk shows which
+/// step took it. Silent where `du` or `df` cannot answer.
+pub(crate) fn report_disk(when: &str) {
+    let target = root().join("target");
+    let first_number = |cmd: &mut Command| -> Option<u64> {
+        let out = cmd.stderr(Stdio::null()).output().ok()?;
+        String::from_utf8_lossy(&out.stdout)
+            .split_whitespace()
+            .find_map(|w| w.parse().ok())
+    };
+    let gib = |bytes: u64| bytes as f64 / f64::from(1u32 << 30);
+    let used = first_number(Command::new("du").arg("-sb").arg(&target));
+    let free = first_number(Command::new("df").args(["--output=avail", "-B1"]).arg(
+        if target.exists() {
+            target.clone()
+        } else {
+            root()
+        },
+    ));
+    if let (Some(used), Some(free)) = (used, free) {
+        println!(
+            "       disk after {when}: target/ {:.1} GiB, {:.1} GiB free",
+            gib(used),
+            gib(free)
+        );
+    }
 }
 
 /// Sums libtest's `test result:` lines: (passed, failed).
