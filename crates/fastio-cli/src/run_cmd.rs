@@ -85,6 +85,11 @@ pub(crate) struct RunArgs {
     /// stream, log lines).
     #[arg(long, value_name = "N", default_value_t = fastio_view::DEFAULT_RATE, requires = "view")]
     view_rate: f64,
+    /// With --view: most messages queued for one client (`fastio view
+    /// --backlog`).
+    #[arg(long, value_name = "N", default_value_t = fastio_view::DEFAULT_BACKLOG, requires = "view",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    view_backlog: usize,
     /// Keep every core's wake-up latency at most US microseconds while
     /// the run lasts (Linux PM QoS, `/dev/cpu_dma_latency`; root). On a
     /// machine whose idle cores halt, a thread woken from another core
@@ -412,6 +417,7 @@ pub(crate) fn run(args: RunArgs) -> Result<(), Failure> {
         Some(addr) => Some(crate::view_cmd::RunView::start(
             addr,
             args.view_rate,
+            args.view_backlog,
             &def.pipeline.plan.pipeline,
         )?),
         None => None,

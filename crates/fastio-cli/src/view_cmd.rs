@@ -34,6 +34,13 @@ pub(crate) struct ViewArgs {
     /// Most messages a second per channel (frames per stream, log lines).
     #[arg(long, value_name = "N", default_value_t = fastio_view::DEFAULT_RATE)]
     rate: f64,
+    /// Most messages queued for one client; a client that reads slower
+    /// loses the oldest. A client that stops reading holds at most this
+    /// many messages, each at most the largest frame: lower it for large
+    /// images (docs/observing.md).
+    #[arg(long, value_name = "N", default_value_t = fastio_view::DEFAULT_BACKLOG,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=1_000_000))]
+    backlog: usize,
     /// Wait up to this many seconds for the run to start (default: it must
     /// be running already).
     #[arg(long, value_name = "SECS")]
@@ -46,13 +53,20 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Starts a viewer on `listen` (`flag` names the option in errors),
 /// saying where it is, and warning when it listens beyond loopback.
-fn start(listen: &str, rate: f64, name: &str, flag: &str) -> Result<Viewer, Failure> {
+fn start(
+    listen: &str,
+    rate: f64,
+    backlog: usize,
+    name: &str,
+    flag: &str,
+) -> Result<Viewer, Failure> {
     let addr: SocketAddr = listen.parse().map_err(|_| Failure {
         message: format!("{flag} {listen:?}: expected IP:PORT (127.0.0.1:8765)"),
         code: 2,
     })?;
     let mut opts = ViewOptions::new(addr, name);
     opts.rate = rate;
+    opts.backlog = backlog;
     let say: Arc<dyn Fn(String) + Send + Sync> = Arc::new(|line| eprintln!("{line}"));
     let viewer = Viewer::start(&opts, say).map_err(|e| Failure {
         message: format!("{flag} {listen}: {e}"),
@@ -186,7 +200,7 @@ pub(crate) fn view(args: ViewArgs) -> Result<(), Failure> {
         }
     };
     let pipeline = found.plan.pipeline.clone();
-    let mut viewer = start(&args.listen, args.rate, &pipeline, "--listen")?;
+    let mut viewer = start(&args.listen, args.rate, args.backlog, &pipeline, "--listen")?;
     add_streams(&mut viewer, &found)?;
     // Looked at through our own descriptor of it: the process it was found
     // in may let go of its own before the run ends.
@@ -253,14 +267,19 @@ pub(crate) struct RunView {
 impl RunView {
     /// Listens on `listen`; a thread finds the run's context once the
     /// driver made it and adds its streams.
-    pub(crate) fn start(listen: &str, rate: f64, pipeline: &str) -> Result<RunView, Failure> {
+    pub(crate) fn start(
+        listen: &str,
+        rate: f64,
+        backlog: usize,
+        pipeline: &str,
+    ) -> Result<RunView, Failure> {
         let (listen, name) = (listen.to_owned(), pipeline.to_owned());
         let (tx, rx) = std::sync::mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let viewer: Arc<Mutex<Option<Viewer>>> = Arc::new(Mutex::new(None));
         let (v, s) = (viewer.clone(), stop.clone());
         let attach = std::thread::spawn(move || {
-            match start(&listen, rate, &name, "--view") {
+            match start(&listen, rate, backlog, &name, "--view") {
                 Ok(started) => {
                     *lock(&v) = Some(started);
                     let _ = tx.send(Ok(()));

@@ -389,3 +389,149 @@ fn fastio_view_waits_for_the_run_and_its_ctrl_c_leaves_the_run_alone() {
     );
     all_frames(second);
 }
+
+/// A process's resident memory of one kind (`RssAnon`: what it
+/// allocated; `RssShmem`: the run's shared memory it has touched), bytes.
+fn rss_bytes(pid: u32, kind: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix(kind)?.strip_prefix(':'))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+/// Memory per client is bounded by `--backlog` messages, each at most the
+/// largest frame: `fastio view --backlog 2` beside a run of full-HD images
+/// (`rgb8 [1080, 1920, 3]`, 6.2 MB, and its `float32` luma, 8.3 MB, 20 a
+/// second for 8 s), with three clients that subscribe to every channel and
+/// then never read and one that reads everything. Unbounded, each idle
+/// client would hold the run's 320 images (2.3 GB); with the default
+/// backlog of 64, 64 of them. The viewer's own resident memory (`RssAnon`:
+/// not the run's shared pages it maps), sampled throughout, stays within a
+/// base of 96 MiB (the process, each stream's copy of its frame and its
+/// encoding, the allocator's retained pages) plus, per client, the backlog
+/// and two more messages (one being written, one being framed) of the
+/// largest size; the reading client got the images, and the run every
+/// frame.
+#[test]
+fn a_client_that_never_reads_holds_the_viewer_to_its_backlog() {
+    node_modules();
+    let dir = tmpdir("backlog");
+    let frames = 160u32;
+    let (h, w) = (1080usize, 1920usize);
+    let camera = common::example("camera").display().to_string();
+    let gray = common::example("gray").display().to_string();
+    let yaml = format!(
+        "api-version: 0.5.0
+name: viewed-large
+operators:
+- name: camera
+  container: {{image: rust, command: [{camera}], variables: {{FPS: 20}}}}
+  output: [{{name: image, type: array, element-type: uint8, shape: [{h}, {w}, 3]}}]
+- name: gray
+  container: {{image: rust, command: [{gray}]}}
+  input: [{{from: camera, name: image, type: array, element-type: uint8, shape: [{h}, {w}, 3]}}]
+  output: [{{name: luma, type: array, element-type: float32, shape: [-1, -1]}}]
+streaming:
+  frames: {frames}
+  max-shape:
+    gray/luma: [{h}, {w}]
+"
+    );
+    let p = common::write(&dir, "p.yaml", &yaml);
+    let backlog = 2u64;
+    let mut viewer = Command::new(common::fastio())
+        .args([
+            "view",
+            "--pipeline",
+            "viewed-large",
+            "--wait",
+            "60",
+            "--listen",
+            "127.0.0.1:0",
+            "--rate",
+            "30",
+            "--backlog",
+            &backlog.to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = stderr_lines(&mut viewer);
+    let mut seen_lines = Vec::new();
+    let mut run = Command::new(common::fastio())
+        .arg("run")
+        .arg(&p)
+        .args(["--report", "json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = viewer_url(&lines, &mut seen_lines);
+    let idle: Vec<Child> = (0..3).map(|_| client("idle", &url, 90)).collect();
+    let reader = client("read", &url, 90);
+    let clients = 4u64;
+
+    // The viewer's memory, every 20 ms, until the run ends.
+    let (mut peak, mut peak_shared) = (0u64, 0u64);
+    let t0 = Instant::now();
+    while run.try_wait().unwrap().is_none() && t0.elapsed() < Duration::from_secs(120) {
+        peak = peak.max(rss_bytes(viewer.id(), "RssAnon").unwrap_or(0));
+        peak_shared = peak_shared.max(rss_bytes(viewer.id(), "RssShmem").unwrap_or(0));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (ok, out, err) = finish(run, Duration::from_secs(10));
+    assert!(ok, "the run failed: {err}\n{out}");
+    let report: Value = serde_json::from_str(&out).unwrap();
+    for e in report["edges"].as_array().unwrap() {
+        assert_eq!(e["frames"], frames, "{e}");
+        assert_eq!(e["dropped"], 0, "{e}");
+    }
+    let (vok, _, verr) = finish(viewer, Duration::from_secs(20));
+    seen_lines.extend(lines.try_iter());
+    assert!(vok, "{seen_lines:#?} {verr}");
+    let (rok, rout, rerr) = finish(reader, Duration::from_secs(20));
+    for mut c in idle {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
+    assert!(rok, "the reading client: {rerr}\n{rout}");
+
+    // The largest message: a luma image (float32) and its header.
+    let largest = (h * w * 4 + 4096) as u64;
+    let bound = (96 << 20) + clients * (backlog + 2) * largest;
+    assert!(
+        peak > 0 && peak <= bound,
+        "the viewer held {:.0} MiB at its peak; bound {:.0} MiB ({clients} clients × ({backlog} \
+         queued + 2) × {:.1} MiB + 96 MiB)",
+        peak as f64 / 1048576.0,
+        bound as f64 / 1048576.0,
+        largest as f64 / 1048576.0
+    );
+    // The reader got images (beside the idle clients), so the queues were
+    // fed: at least 20 frames' worth.
+    let bytes: u64 = rout
+        .split_whitespace()
+        .skip_while(|w| *w != "bytes")
+        .nth(1)
+        .and_then(|b| b.parse().ok())
+        .unwrap_or_else(|| panic!("the reader's line: {rout:?}"));
+    assert!(
+        bytes >= 20 * (h * w * 3) as u64,
+        "the reading client got {bytes} bytes"
+    );
+    eprintln!(
+        "viewer peak {:.1} MiB (bound {:.1} MiB), the run's shared memory it touched {:.1} MiB, \
+         the reader got {:.0} MB",
+        peak as f64 / 1048576.0,
+        bound as f64 / 1048576.0,
+        peak_shared as f64 / 1048576.0,
+        bytes as f64 / 1e6
+    );
+}
