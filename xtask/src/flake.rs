@@ -3,7 +3,8 @@
 //! K busy loops spinning beside it when asked), and every test that failed
 //! at least once listed with how often and its first failure's panic.
 //!
-//! Each run is `cargo test --all-features --no-fail-fast` with the test
+//! Each run is `cargo test --all-features --no-fail-fast`, built lean as
+//! `ci` builds (line tables, no incremental state), with the test
 //! step's environment (`FASTIO_ZENOH_PYTHON`, `FASTIO_TEST_PREBUILT`) and
 //! its selection: `--workspace`, or the cargo arguments given (`-p
 //! fastio-cli --test metrics`) for a quick sweep of a few tests; `--filter
@@ -92,7 +93,8 @@ pub(crate) fn run(o: &Options) -> Result<(), String> {
         selection.push("--workspace".into());
     }
     selection.extend(o.cargo_args.iter().cloned());
-    // The test step's environment (see `ci`).
+    // The test step's builds and environment (see `ci`).
+    crate::step::lean_builds();
     let zenoh_python = venv::python("venv-zenoh", &[ZENOH_PY], "zenoh peer")?;
     let zenoh_python = zenoh_python.display().to_string();
     // Build everything first: the tests, and the binaries they run (which
