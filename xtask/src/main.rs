@@ -189,23 +189,33 @@ fn ci() -> Result<(), String> {
     numpy_diff::run(numpy_diff::DEFAULT_CASES, numpy_diff::DEFAULT_SEED)?;
     python::run()?;
     install::check()?;
-    Step::new(
-        "loom",
-        cargo([
-            "test",
-            "-p",
-            "shm-core",
-            "--release",
-            "--target-dir",
-            "target/loom",
-            "--lib",
+    // Miri interprets on one core, and each fuzz target runs on one: the
+    // two go side by side (each in its own target directory), with loom
+    // before the fuzz runs. Both are always waited for; the first error
+    // (Miri's, if both failed) is the step's.
+    std::thread::scope(|s| {
+        let miri = s.spawn(miri::run);
+        let loom_and_fuzz = Step::new(
             "loom",
-        ]),
-    )
-    .env("RUSTFLAGS", "--cfg loom")
-    .run()?;
-    miri::run()?;
-    fuzz::run(15, None, false)?;
+            cargo([
+                "test",
+                "-p",
+                "shm-core",
+                "--release",
+                "--target-dir",
+                "target/loom",
+                "--lib",
+                "loom",
+            ]),
+        )
+        .env("RUSTFLAGS", "--cfg loom")
+        .run()
+        .and_then(|_| fuzz::run(15, None, false));
+        let miri = miri
+            .join()
+            .unwrap_or_else(|_| Err("the Miri step panicked".into()));
+        miri.and(loom_and_fuzz)
+    })?;
     println!(
         "ci: all steps passed in {:.0?}\ntests: {passed} passed, {failed} failed",
         started.elapsed()
