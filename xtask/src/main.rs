@@ -234,7 +234,7 @@ fn remove_dir_if_present(dir: &std::path::Path) -> Result<(), String> {
 
 /// `cargo package --workspace` verifies each crate against the tarballs of
 /// the crates it depends on, through a local registry in
-/// `target/package/tmp-registry`, which cargo unpacks into
+/// `target/package-check/package/tmp-registry`, which cargo unpacks into
 /// `$CARGO_HOME/registry/src/-<hash of that path>/<crate>-<version>`. A later
 /// run from a clone at the same path finds that directory and reuses it,
 /// stale (the version number did not change), so a crate is verified
