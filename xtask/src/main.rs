@@ -75,7 +75,7 @@ fn main() -> ExitCode {
         Some("headers") => headers::write(),
         Some("install") if args.get(1).map(String::as_str) == Some("--check") => install::check(),
         Some("install") => install::parse_args(&args[1..]).and_then(|prefix| install::run(&prefix)),
-        Some("python") => python::run(),
+        Some("python") => python::run(false),
         Some("node") => node::foxglove_client().map(|m| println!("{}", m.display())),
         Some(wake_probe::COMMAND) => wake_probe::role(&args[1..]),
         Some("numpy") => numpy_diff::parse_args(&args[1..])
@@ -187,7 +187,7 @@ fn ci() -> Result<(), String> {
     blaze::run()?;
     interop::run()?;
     numpy_diff::run(numpy_diff::DEFAULT_CASES, numpy_diff::DEFAULT_SEED)?;
-    python::run()?;
+    python::run(true)?;
     install::check()?;
     // Miri interprets on one core, and each fuzz target runs on one: the
     // two go side by side (each in its own target directory), with loom

@@ -86,9 +86,15 @@ fn newest_in(path: &std::path::Path) -> Option<std::time::SystemTime> {
     newest
 }
 
-pub(crate) fn run() -> Result<(), String> {
-    Step::new(
-        "python binaries",
+/// `after_tests`: the workspace's tests were just built (`ci`'s test
+/// step), which built every binary the package's tests run with the test
+/// step's features: the same build is asked for, and nothing is rebuilt
+/// (a narrower `cargo build -p ...` selects other features of shared
+/// dependencies and rebuilds the CLI and its dependencies, over a minute).
+pub(crate) fn run(after_tests: bool) -> Result<(), String> {
+    let binaries = if after_tests {
+        cargo(["test", "--workspace", "--all-features", "--no-run"])
+    } else {
         cargo([
             "build",
             "-p",
@@ -97,9 +103,9 @@ pub(crate) fn run() -> Result<(), String> {
             "fastio-examples",
             "-p",
             "fastio-capi",
-        ]),
-    )
-    .run()?;
+        ])
+    };
+    Step::new("python binaries", binaries).run()?;
     // The way a user installs it, into a virtual environment made anew:
     // `pip install crates/fastio-python` reads pyproject.toml, builds
     // through maturin's PEP 517 backend in an isolated environment, and
