@@ -39,7 +39,7 @@ pub(crate) fn package_ready(build: bool) -> Result<bool, String> {
         crate::step::succeeds(probe) && installed_is_current()
     };
     if !ready() && build {
-        run()?;
+        run(false)?;
     }
     Ok(ready())
 }
