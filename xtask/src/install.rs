@@ -473,7 +473,8 @@ mod demos {
                 file.display()
             ));
         }
-        let built = format!("[{},", fastio().display());
+        // Quoted (YAML's double quotes take Rust's escapes of a path).
+        let built = format!("[{:?},", fastio().display().to_string());
         std::fs::write(&file, yaml.replace(cargo_run, &built))
             .map_err(|e| format!("write {}: {e}", file.display()))
     }

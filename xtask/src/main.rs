@@ -108,10 +108,11 @@ pub(crate) const ZENOH_PY: &str = "eclipse-zenoh==1.10.2";
 fn ci() -> Result<(), String> {
     let started = std::time::Instant::now();
     // A CI machine's disk is shared and its free space varies (once a few
-    // hundred MiB): every build of the run keeps line tables only (enough
-    // for a backtrace's file and line; full debug information is most of a
-    // debug build's size) and no incremental state (a second copy of our
-    // crates' builds that a run from a clean clone never reuses).
+    // hundred MiB): every debug build of the run keeps line tables only
+    // (enough for a backtrace's file and line; full debug information is
+    // most of a debug build's size; release builds keep the workspace's
+    // `debug = 1`) and no build keeps incremental state (a second copy of
+    // our crates' builds that a run from a clean clone never reuses).
     step::lean_builds();
     step::report_disk("start");
     Step::new("fmt", cargo(["fmt", "--all", "--check"])).run()?;
@@ -166,7 +167,7 @@ fn ci() -> Result<(), String> {
     remove_dir_if_present(&package_target)?;
     // Where an older xtask verified into the main target directory.
     remove_dir_if_present(&root().join("target").join("package"))?;
-    Step::new(
+    let packaged = Step::new(
         "package",
         cargo([
             "package",
@@ -182,8 +183,11 @@ fn ci() -> Result<(), String> {
             &package_target.display().to_string(),
         ]),
     )
-    .run()?;
+    .run();
+    // Gone whether or not verification passed: a second full build must
+    // not stay on a disk that may be nearly full.
     remove_dir_if_present(&package_target)?;
+    packaged?;
     blaze::run()?;
     interop::run()?;
     numpy_diff::run(numpy_diff::DEFAULT_CASES, numpy_diff::DEFAULT_SEED)?;

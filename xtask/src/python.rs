@@ -146,7 +146,16 @@ pub(crate) fn run(after_tests: bool) -> Result<(), String> {
         .env("FASTIO_CLI", debug.join("fastio"))
         .env("FASTIO_TESTOP", debug.join("fio-testop"))
         .env("FASTIO_STREAMOP", debug.join("fio-streamop"))
-        .env("FASTIO_CAPI_LIB", debug.join("libfastio_capi.a"))
+        // A static library built for tests stays in `deps/`; `cargo build
+        // -p fastio-capi` copies it up beside the binaries.
+        .env(
+            "FASTIO_CAPI_LIB",
+            if after_tests {
+                debug.join("deps").join("libfastio_capi.a")
+            } else {
+                debug.join("libfastio_capi.a")
+            },
+        )
         .env("FASTIO_CAPI_DIR", root().join("crates").join("fastio-capi"))
         .current_dir(root());
     let log = Step::new("python pytest", pytest).run()?;

@@ -13,8 +13,8 @@ use crate::root;
 static LEAN_BUILDS: AtomicBool = AtomicBool::new(false);
 
 /// From now on every cargo command this process starts keeps line tables
-/// only (enough for a backtrace's file and line; full debug information is
-/// most of a debug build's size) and no incremental state (a second copy of
+/// only in debug builds (enough for a backtrace's file and line; full debug
+/// information is most of a debug build's size) and no incremental state (a second copy of
 /// our crates' builds that a run from a clean clone never reuses). `ci`
 /// builds so: a CI machine's disk is shared and its free space varies.
 pub(crate) fn lean_builds() {
@@ -127,9 +127,10 @@ pub(crate) fn report(name: &str, secs: f64, ok: bool) {
     println!("{mark} {name:<24} {secs:>7.1} s");
 }
 
-/// Prints what the disk holds after `when`: the size of `target/` and the
-/// space left on its file system, so a run that fills the disk shows which
-/// step took it. Silent where `du` or `df` cannot answer.
+/// Prints what the disk holds after `when`: the size of `target/` (and of
+/// `fuzz/target`, the fuzz workspace's, when there is one) and the space
+/// left on its file system, so a run that fills the disk shows which step
+/// took it. Silent where `du` or `df` cannot answer.
 pub(crate) fn report_disk(when: &str) {
     let target = root().join("target");
     let first_number = |cmd: &mut Command| -> Option<u64> {
@@ -139,7 +140,13 @@ pub(crate) fn report_disk(when: &str) {
             .find_map(|w| w.parse().ok())
     };
     let gib = |bytes: u64| bytes as f64 / f64::from(1u32 << 30);
+    let fuzz = root().join("fuzz").join("target");
     let used = first_number(Command::new("du").arg("-sb").arg(&target));
+    let fuzz_used = if fuzz.exists() {
+        first_number(Command::new("du").arg("-sb").arg(&fuzz))
+    } else {
+        None
+    };
     let free = first_number(Command::new("df").args(["--output=avail", "-B1"]).arg(
         if target.exists() {
             target.clone()
@@ -148,8 +155,11 @@ pub(crate) fn report_disk(when: &str) {
         },
     ));
     if let (Some(used), Some(free)) = (used, free) {
+        let fuzz = fuzz_used.map_or(String::new(), |f| {
+            format!(", fuzz/target {:.1} GiB", gib(f))
+        });
         println!(
-            "       disk after {when}: target/ {:.1} GiB, {:.1} GiB free",
+            "       disk after {when}: target/ {:.1} GiB{fuzz}, {:.1} GiB free",
             gib(used),
             gib(free)
         );

@@ -45,9 +45,15 @@ fn node_modules() -> PathBuf {
 
 /// `node client.cjs MODE URL SECONDS`, its stdout piped.
 fn client(mode: &str, url: &str, seconds: u32) -> Child {
+    client_with(mode, url, seconds, &[])
+}
+
+/// [`client`] with variables in its environment.
+fn client_with(mode: &str, url: &str, seconds: u32, vars: &[(&str, &str)]) -> Child {
     Command::new("node")
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/view/client.cjs"))
         .args([mode, url, &seconds.to_string()])
+        .envs(vars.iter().copied())
         .env("NODE_PATH", node_modules())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -409,7 +415,8 @@ fn rss_bytes(pid: u32, kind: &str) -> Option<u64> {
 /// largest frame: `fastio view --backlog 2` beside a run of full-HD images
 /// (`rgb8 [1080, 1920, 3]`, 6.2 MB, and its `float32` luma, 8.3 MB, 20 a
 /// second for 8 s), with three clients that subscribe to every channel and
-/// then never read and one that reads everything. Unbounded, each idle
+/// stop reading once they got a message of both image channels, and one
+/// that reads everything. Unbounded, each idle
 /// client would hold the run's 320 images (2.3 GB); with the default
 /// backlog of 64, 64 of them. The viewer's own resident memory (`RssAnon`:
 /// not the run's shared pages it maps), sampled throughout, stays within a
@@ -474,7 +481,10 @@ streaming:
         .spawn()
         .unwrap();
     let url = viewer_url(&lines, &mut seen_lines);
-    let idle: Vec<Child> = (0..3).map(|_| client("idle", &url, 90)).collect();
+    // Each stops reading once it got a message of both image channels.
+    let idle: Vec<Child> = (0..3)
+        .map(|_| client_with("idle", &url, 90, &[("IDLE_IMAGE_CHANNELS", "2")]))
+        .collect();
     let reader = client("read", &url, 90);
     let clients = 4u64;
 
@@ -499,7 +509,15 @@ streaming:
     let (rok, rout, rerr) = finish(reader, Duration::from_secs(20));
     for mut c in idle {
         let _ = c.kill();
-        let _ = c.wait();
+        let o = c.wait_with_output().unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        // Subscribed to both images (and the frames, operators, log, run)
+        // before it stopped reading: its queue was fed.
+        assert!(
+            out.contains("idle: stopped reading") && out.contains("images from 2"),
+            "an idle client never got both image channels: {out:?} {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
     assert!(rok, "the reading client: {rerr}\n{rout}");
 

@@ -14,7 +14,9 @@
 // `run` end message, and prints one JSON summary line on stdout when the end
 // came (exit 0), or exits 1 with the reason.
 // MODE `read`: subscribes to every channel and reads (the bench's clients).
-// MODE `idle`: subscribes to every channel and then never reads its socket.
+// MODE `idle`: subscribes to every channel and then never reads its socket
+// (from 300 ms after connecting, or, with IDLE_IMAGE_CHANNELS=N, from the
+// first message of the N-th image channel: it then prints one line).
 // MODE `garbage`: sends random bytes and invalid JSON, over WebSocket and over
 // a raw TCP connection, until SECONDS passed.
 "use strict";
@@ -290,9 +292,29 @@ function read() {
 
 function idle() {
   const { ws, client } = connect();
-  subscribeAll(client, new Map());
-  // Once subscribed, stop reading the socket for good.
-  setTimeout(() => ws._socket && ws._socket.pause(), 300);
+  const channels = new Map();
+  const subs = subscribeAll(client, channels);
+  const pause = () => ws._socket && ws._socket.pause();
+  // IDLE_IMAGE_CHANNELS=N: stop reading once a message came from N image
+  // channels (so it surely subscribed to them), and say so on stdout;
+  // else 300 ms after connecting.
+  const want = Number(process.env.IDLE_IMAGE_CHANNELS || 0);
+  if (want > 0) {
+    const images = new Set();
+    let paused = false;
+    client.on("message", (m) => {
+      if (paused) return;
+      const ch = subs.get(m.subscriptionId);
+      if (ch && ch.schemaName === "foxglove.RawImage") images.add(ch.topic);
+      if (images.size >= want) {
+        paused = true;
+        pause();
+        console.log(`idle: stopped reading, subscribed to ${subs.size} channels, images from ${images.size}`);
+      }
+    });
+  } else {
+    setTimeout(pause, 300);
+  }
   client.on("error", () => {});
   setTimeout(() => process.exit(0), seconds * 1000);
 }
