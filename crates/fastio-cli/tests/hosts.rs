@@ -207,7 +207,9 @@ impl Hosts {
                     }
                 }
             }
-            assert!(Instant::now() < deadline, "runs {ks:?} hung");
+            if Instant::now() >= deadline {
+                panic!("runs {ks:?} hung\n{}", self.stacks());
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
         ks.iter()
@@ -241,6 +243,9 @@ impl Hosts {
                 break;
             }
             if Instant::now() > deadline {
+                // What every host's driver and operators were doing (when
+                // gdb is installed), before they go.
+                let stacks = self.stacks();
                 // The driver and its operators go, so the pipes close.
                 if let Ok(pid) = std::fs::read_to_string(&self.running[k].1) {
                     let pid = pid.trim();
@@ -251,7 +256,7 @@ impl Hosts {
                 let _ = child.kill();
                 let _ = child.wait();
                 panic!(
-                    "run {k} hung: killed after {RUN_LIMIT:?}\n{}\n{}",
+                    "run {k} hung: killed after {RUN_LIMIT:?}\n{}\n{}\n{stacks}",
                     t_out.join().unwrap(),
                     t_err.join().unwrap()
                 );
@@ -271,6 +276,49 @@ impl Hosts {
             shm_left: after.lines().map(str::to_owned).collect(),
             exited_at: Instant::now(),
         }
+    }
+
+    /// The threads' stacks of every process in every host (`gdb -batch`),
+    /// for a run that hung; empty without gdb.
+    fn stacks(&self) -> String {
+        let mut out = String::new();
+        for i in 0..self.n {
+            let Ok(pids) = Command::new("ip")
+                .args(["netns", "pids", &self.ns(i)])
+                .output()
+            else {
+                continue;
+            };
+            for pid in String::from_utf8_lossy(&pids.stdout).split_whitespace() {
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+                if !cmd.contains("fastio") && !cmd.contains("fio-") {
+                    continue;
+                }
+                let Ok(bt) = Command::new("timeout")
+                    .args([
+                        "20",
+                        "gdb",
+                        "-p",
+                        pid,
+                        "-batch",
+                        "-ex",
+                        "thread apply all bt 30",
+                    ])
+                    .output()
+                else {
+                    return out;
+                };
+                out.push_str(&format!("===== host {i}, pid {pid}: {cmd}\n"));
+                for line in String::from_utf8_lossy(&bt.stdout).lines() {
+                    if line.starts_with('#') || line.starts_with("Thread ") {
+                        out.push_str(line);
+                        out.push('\n');
+                    }
+                }
+            }
+        }
+        out
     }
 
     /// Cuts host `i` off the bridge.
@@ -1123,6 +1171,16 @@ fn large_frames_at_full_speed_cross_both_ways_without_a_stall() {
         let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, p), &[]));
         let ra = hosts.wait(a);
         let rb = hosts.wait(b);
+        assert!(
+            ra.rc == 0 && rb.rc == 0,
+            "round {round}: host a ended {}, host b {}:\n{}{}\n{}{}",
+            ra.rc,
+            rb.rc,
+            ra.stdout,
+            ra.stderr,
+            rb.stdout,
+            rb.stderr
+        );
         assert_ok("host a", &ra);
         assert_ok("host b", &rb);
         let got = std::fs::read_to_string(&result).unwrap();
@@ -1138,6 +1196,84 @@ fn large_frames_at_full_speed_cross_both_ways_without_a_stall() {
             "round {round}: {frames} frames took {:?}",
             t.elapsed()
         );
+    }
+}
+
+/// A host frozen (its driver SIGSTOPped) while 16 MiB frames stream to
+/// it: the sending host's puts find the link full and wait on it, and
+/// Zenoh closes the link at the lease under them. The sending host judges
+/// the frozen one gone and ends within the bound with that root cause,
+/// the freeze at a random moment of the stream.
+#[test]
+fn a_frozen_host_never_holds_the_host_sending_to_it() {
+    let Some(mut hosts) = Hosts::new("frz", 2) else {
+        return;
+    };
+    let c = example("fio-chainop").display().to_string();
+    let port = |from: &str| {
+        format!("  - {{{from}name: frame, type: array, element-type: uint8, shape: [16777216]}}\n")
+    };
+    let result = hosts.dir.join("frozen.txt");
+    let yaml = format!(
+        "api-version: 0.5.0\nname: frozen\nplacement:\n  default: a\n  hosts:\n    b: [sink]\noperators:\n\
+         - name: source\n  container:\n    image: t\n    command: [{c:?}, source]\n    variables: {{SIZE: '16777216', PAUSE_US: '0'}}\n  output:\n{}\
+         - name: sink\n  container:\n    image: t\n    command: [{c:?}, sink]\n    variables: {{RESULT: {:?}}}\n  input:\n{}\
+         streaming:\n  depth: 4\n  frames: 100000\n",
+        port(""),
+        result.display().to_string(),
+        port("from: source, "),
+    );
+    let file = write(&hosts.dir, "frozen.yaml", &yaml);
+    let mut rng = Rng(env_seed("FASTIO_FREEZE_SEED", 0x0f2e_e2e5) | 1);
+    for round in 0..2u16 {
+        let p = 7600 + round;
+        let a = hosts.start(0, &run_args(&file, "a", hosts.net_args(0, p), &[]));
+        let b = hosts.start(1, &run_args(&file, "b", hosts.net_args(1, p), &[]));
+        // Streaming for 1.5-3 s (the hosts join within about a second).
+        std::thread::sleep(Duration::from_millis(1500 + rng.below(1500)));
+        let frozen = hosts.pid(b);
+        assert!(
+            Command::new("kill")
+                .args(["-STOP", &frozen.to_string()])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let at = Instant::now();
+        let (r, stuck) = wait_within(&mut hosts, &[a], CUT_BOUND + Duration::from_secs(10));
+        let ra = &r[0];
+        let _ = Command::new("kill")
+            .args(["-CONT", &frozen.to_string()])
+            .status();
+        let rb = hosts.wait(b);
+        assert!(
+            stuck.is_empty(),
+            "round {round}: host a still ran {:?} after b froze:\n{}{}",
+            at.elapsed(),
+            ra.stdout,
+            ra.stderr
+        );
+        let after = ra.exited_at.saturating_duration_since(at);
+        assert_eq!(ra.rc, 1, "round {round}:\n{}{}", ra.stdout, ra.stderr);
+        assert!(
+            ra.stderr
+                .contains("host b is gone (its driver died or the link to it was cut)"),
+            "round {round}: host a's root cause:\n{}",
+            ra.stderr
+        );
+        // The lease (or, a put being stuck, two leases and a second),
+        // then the bound docs/hosts.md gives after a host is gone.
+        assert!(
+            after <= CUT_BOUND + Duration::from_secs(3),
+            "round {round}: host a ended {after:?} after b froze:\n{}",
+            ra.stderr
+        );
+        assert_ne!(
+            rb.rc, 0,
+            "round {round}: host b, woken, goes on alone?\n{}",
+            rb.stderr
+        );
+        eprintln!("round {round}: a ended {after:.1?} after b froze");
     }
 }
 

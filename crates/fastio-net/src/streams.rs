@@ -363,6 +363,7 @@ impl Forwarder {
     }
 
     fn send(&self, msgs: &[StreamMsg], payload: ZBytes) -> Result<(), NetError> {
+        let _sending = self.inner.sending(Some(&self.to));
         self.publisher
             .put(payload)
             .attachment(StreamMsg::encode_all(msgs))
@@ -640,10 +641,12 @@ impl Bridge {
     fn send_credit(&self) {
         let due = {
             let mut p = self.placer.lock().unwrap_or_else(|e| e.into_inner());
-            p.grant().map(|limit| (limit, p.credit.clone()))
+            p.grant()
+                .map(|limit| (limit, p.credit.clone(), p.inner.clone(), p.from.clone()))
         };
-        if let Some((limit, publisher)) = due {
+        if let Some((limit, publisher, inner, from)) = due {
             // Lost with the run or the host, if it is not sent.
+            let _sending = inner.sending(Some(&from));
             let _ = publisher.put(encode_credit(limit).to_vec()).wait();
         }
     }
@@ -720,7 +723,9 @@ impl Bridge {
                     // leave both sides waiting).
                     if p.placed < p.granted {
                         let (limit, publisher) = (p.granted, p.credit.clone());
+                        let (inner, from) = (p.inner.clone(), p.from.clone());
                         drop(p);
+                        let _sending = inner.sending(Some(&from));
                         let _ = publisher.put(encode_credit(limit).to_vec()).wait();
                     }
                     continue;

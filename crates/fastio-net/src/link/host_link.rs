@@ -31,18 +31,12 @@ impl HostLink for ZenohLink {
     }
 
     fn operator_started(&mut self, op: usize) {
+        // A status line, not a liveliness token: declaring one while
+        // streams cross can deadlock Zenoh's low-latency transport (the
+        // other hosts' routing tables are written as it arrives, while a
+        // put of theirs holds them and waits on a full link; see
+        // `in_flight`). Nothing is declared after the join.
         let name = self.inner.pipeline.operators[op].name.clone();
-        if let Some(s) = &self.session
-            && let Ok(t) = s
-                .liveliness()
-                .declare_token(format!(
-                    "{}/op/{}/{name}",
-                    self.inner.prefix, self.opts.host
-                ))
-                .wait()
-        {
-            self.op_tokens.insert(op, t);
-        }
         self.say(&Status::Started(name));
     }
 
@@ -73,7 +67,6 @@ impl HostLink for ZenohLink {
             // Stopped because the run stops: the cause is told elsewhere.
             Ended::Stopped => {}
         }
-        self.op_tokens.remove(&op);
     }
 
     fn finish(&mut self, failure: Option<&Failure>, interrupted: &AtomicBool) -> Option<Failure> {
@@ -146,26 +139,35 @@ pub(super) const CLOSE_TIMEOUT: Duration = Duration::from_millis(300);
 impl Drop for ZenohLink {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        self.op_tokens.clear();
-        self.host_token = None;
-        self.subscribers.clear();
-        if let Some(s) = self.session.take() {
-            // Closing says goodbye to every peer; one that is gone (a cut
-            // link) never answers, and Zenoh would wait 10 s for it by
-            // default: the run is over, so the host's exit does not wait.
-            // Zenoh's own close timeout is not public: the close runs in a
-            // thread of its own, waited for at most CLOSE_TIMEOUT (it ends
-            // by itself within Zenoh's 10 s).
-            let (done, closed) = crossbeam_channel::bounded::<()>(1);
-            let closing = std::thread::Builder::new()
-                .name("fastio-net close".into())
-                .spawn(move || {
+        // Undeclaring tokens and subscribers takes the session's locks, as
+        // closing does: all of it happens in a thread of its own, waited
+        // for at most CLOSE_TIMEOUT (a session stuck in Zenoh, see
+        // `in_flight`, would otherwise hold the host's exit for good).
+        let host_token = self.host_token.take();
+        let subscribers = std::mem::take(&mut self.subscribers);
+        let link_watch = self.link_watch.take();
+        let publishers = (self.status.take(), std::mem::take(&mut self.entry_pubs));
+        let session = self.session.take();
+        let (done, closed) = crossbeam_channel::bounded::<()>(1);
+        let closing = std::thread::Builder::new()
+            .name("fastio-net close".into())
+            .spawn(move || {
+                drop(host_token);
+                drop(subscribers);
+                drop(link_watch);
+                drop(publishers);
+                // Closing says goodbye to every peer; one that is gone (a
+                // cut link) never answers, and Zenoh would wait 10 s for
+                // it by default: the run is over, so the host's exit does
+                // not wait (Zenoh's own close timeout is not public; the
+                // close ends by itself within Zenoh's 10 s).
+                if let Some(s) = session {
                     let _ = s.close().wait();
-                    let _ = done.send(());
-                });
-            if closing.is_ok() {
-                let _ = closed.recv_timeout(CLOSE_TIMEOUT);
-            }
+                }
+                let _ = done.send(());
+            });
+        if closing.is_ok() {
+            let _ = closed.recv_timeout(CLOSE_TIMEOUT);
         }
         // Workers see the stop, or their channel close, within 100 ms;
         // a sender blocked on a gone host is released by the close.

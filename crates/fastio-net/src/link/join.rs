@@ -128,9 +128,10 @@ impl ZenohLink {
                 .map_err(|e| NetError::Zenoh(e.to_string()))?;
             self.subscribers.push(sub);
         }
-        // 3. Liveliness: hosts and operators (with what is there already).
-        let watch: [(&str, TokenHandler); 2] =
-            [("host", Inner::on_host_token), ("op", Inner::on_op_token)];
+        // 3. Liveliness: hosts (with what is there already). Operators
+        // say their start in a status line: nothing is declared after
+        // the join (see `in_flight`).
+        let watch: [(&str, TokenHandler); 1] = [("host", Inner::on_host_token)];
         for (kind, on) in watch {
             let i3 = inner.clone();
             let under = format!("{prefix}/{kind}/");
@@ -159,12 +160,24 @@ impl ZenohLink {
         // lease, how long a send to a peer that acknowledges nothing may
         // wait, on every link as it comes (`sockets.rs`: else a link cut
         // under a full send buffer hangs this host past the lease).
+        // Also finds a put stuck on a link that no longer moves and
+        // judges its host gone (`in_flight`); should the host still not
+        // have ended a lease and the stop's bound later (its driver's own
+        // thread stuck in Zenoh too), it exits with that root cause.
         let (i5, stop, lease) = (inner.clone(), self.stop.clone(), self.opts.lease);
         self.workers.push(std::thread::spawn(move || {
             let mut bounded = Instant::now();
+            let stuck = in_flight::stuck_after(lease);
+            let mut judged: Option<Instant> = None;
             sockets::bound_unacknowledged_sends(lease);
             while !stop.load(Ordering::Relaxed) {
                 i5.check_vanished();
+                if i5.check_stuck_sends(stuck) {
+                    judged.get_or_insert_with(Instant::now);
+                }
+                if judged.is_some_and(|at| at.elapsed() > in_flight::exit_after(lease)) {
+                    i5.exit_stuck(stuck);
+                }
                 if bounded.elapsed() >= Duration::from_millis(250) {
                     sockets::bound_unacknowledged_sends(lease);
                     bounded = Instant::now();

@@ -20,9 +20,7 @@ pub(crate) struct State {
     pub(super) alive: BTreeSet<String>,
     /// Hosts whose token was ever seen.
     pub(super) joined: BTreeSet<String>,
-    /// Operators (by `host/op`) whose token is there now.
-    pub(super) running: BTreeSet<String>,
-    /// Operators (by `host/op`) whose token was ever there.
+    /// Operators (by `host/op`) that said they started.
     pub(super) started: BTreeSet<String>,
     /// Hosts that ended their part, with their root cause.
     pub(super) done: BTreeMap<String, Option<Failure>>,
@@ -73,6 +71,8 @@ pub(crate) struct Inner {
     /// Bytes of a message to each host (by index), once every host has
     /// said its batch ([`Inner::batches_agreed`]).
     message_bytes: std::sync::OnceLock<Vec<usize>>,
+    /// Our puts in flight ([`Inner::sending`]).
+    pub(super) sends: super::in_flight::Sends,
 }
 
 impl Inner {
@@ -105,6 +105,7 @@ impl Inner {
             consumed: Vec::new(),
             read_everywhere: Vec::new(),
             message_bytes: std::sync::OnceLock::new(),
+            sends: Default::default(),
         };
         let ops = 0..inner.pipeline.operators.len();
         inner.consumed = ops
@@ -247,7 +248,12 @@ impl Inner {
     pub(super) fn on_status(&self, host: &str, status: Status) {
         let mut st = self.lock();
         match status {
-            Status::Started(_) => {}
+            // Said as the operator starts (no liveliness token: a
+            // declaration while streams cross can deadlock Zenoh's
+            // low-latency transport, see `in_flight`).
+            Status::Started(name) => {
+                st.started.insert(format!("{host}/{name}"));
+            }
             Status::Ready(key) => {
                 if let Some(e) = self.pipeline.plan.entries.iter().position(|e| e.key == key) {
                     st.ready.entry(e).or_default().insert(host.to_owned());
@@ -382,17 +388,6 @@ impl Inner {
                 None => Lost::Nothing,
             },
         )
-    }
-
-    pub(super) fn on_op_token(&self, key: &str, kind: SampleKind) {
-        let mut st = self.lock();
-        match kind {
-            SampleKind::Put => {
-                st.started.insert(key.to_owned());
-                st.running.insert(key.to_owned())
-            }
-            SampleKind::Delete => st.running.remove(key),
-        };
     }
 
     /// Tells the driver that entry `entry` (an entry, or a stream's

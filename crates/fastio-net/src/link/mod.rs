@@ -5,7 +5,6 @@
 //! | key | what |
 //! |---|---|
 //! | `<run>/host/<host>` | liveliness token of each host's driver |
-//! | `<run>/op/<host>/<operator>` | liveliness token of each running operator |
 //! | `<run>/status/<host>` | the host's [`Status`] lines |
 //! | `<run>/entry/<from>/<to>` | the pieces of the entries host `from` sends host `to` ([`ChunkHeader`] names the entry) |
 //! | `<run>/stream/<operator>/<output>/<host>` | the frames of a stream for one consuming host ([`StreamMsg`], `streams.rs`) |
@@ -49,6 +48,7 @@ use crate::wire::{
 };
 
 mod host_link;
+mod in_flight;
 mod join;
 mod keys;
 mod members;
@@ -87,7 +87,6 @@ pub struct ZenohLink {
     host_token: Option<LivelinessToken>,
     /// Notes peers whose certificates this run cannot accept (TLS only).
     link_watch: Option<zenoh::session::LinkEventsListener<()>>,
-    op_tokens: BTreeMap<usize, LivelinessToken>,
     workers: Vec<JoinHandle<()>>,
     /// Forwarders and bridges of streams, started once every host joined.
     pending: Vec<Box<dyn FnOnce() + Send>>,
@@ -138,7 +137,6 @@ impl ZenohLink {
             subscribers: Vec::new(),
             host_token: None,
             link_watch: None,
-            op_tokens: BTreeMap::new(),
             workers: Vec::new(),
             pending: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
@@ -150,9 +148,25 @@ impl ZenohLink {
         &self.inner.prefix
     }
 
+    /// Puts a status line to every host, waiting for the put at most
+    /// [`in_flight::stuck_after`] the lease: the driver's thread says
+    /// these, and a put stuck in Zenoh (see [`in_flight`]) must not hold
+    /// it (the put's own thread is left to the process's exit).
     fn say(&self, status: &Status) {
-        if let (Some(p), Some(line)) = (&self.status, status.line()) {
-            let _ = p.put(line).wait();
+        let (Some(p), Some(line)) = (&self.status, status.line()) else {
+            return;
+        };
+        let (p, inner) = (p.clone(), self.inner.clone());
+        let (done, finished) = crossbeam_channel::bounded::<()>(1);
+        let putting = std::thread::Builder::new()
+            .name("fastio-net status".into())
+            .spawn(move || {
+                let _sending = inner.sending(None);
+                let _ = p.put(line).wait();
+                let _ = done.send(());
+            });
+        if putting.is_ok() {
+            let _ = finished.recv_timeout(in_flight::stuck_after(self.opts.lease));
         }
     }
 }

@@ -69,6 +69,7 @@ impl ZenohLink {
                         why: failure.to_json(),
                     };
                     if let Some(line) = said.line() {
+                        let _sending = inner.sending(None);
                         let _ = p.put(line).wait();
                     }
                 }
@@ -127,7 +128,7 @@ pub(super) fn send_entry(
         }))
     };
     if total > EAGER_BYTES {
-        put_each(publishers, ZBytes::new, &header)?;
+        put_each(inner, publishers, ZBytes::new, &header)?;
         wait_for_room(inner, entry, stop)?;
     }
     // Pieces that fit the link to every reader; every piece but the last
@@ -145,7 +146,7 @@ pub(super) fn send_entry(
     loop {
         let end = (offset + size).min(total);
         header.offset = offset as u64;
-        put_each(publishers, || piece(offset, end), &header)?;
+        put_each(inner, publishers, || piece(offset, end), &header)?;
         offset = end;
         if offset >= total {
             return Ok(());
@@ -190,6 +191,7 @@ fn wait_for_room(inner: &Inner, entry: usize, stop: &AtomicBool) -> Result<(), N
 /// Puts one piece (`payload` makes it: a lent view of the entry, no copy)
 /// with its header on each host's publisher.
 fn put_each(
+    inner: &Inner,
     publishers: &[Arc<Publisher<'static>>],
     payload: impl Fn() -> ZBytes,
     header: &ChunkHeader,
@@ -202,6 +204,9 @@ fn put_each(
         ))
     })?;
     for publisher in publishers {
+        // `<run>/entry/<from>/<to>`: the last word names the host.
+        let to = publisher.key_expr().as_str().rsplit('/').next();
+        let _sending = inner.sending(to);
         publisher
             .put(payload())
             .attachment(attachment.clone())

@@ -328,7 +328,7 @@ impl TlsFiles {
 /// declarations of subscribers and queries only within the run, and
 /// nothing is sent to a peer whose certificate names no host of the run.
 ///
-/// What host `h` owns: `<run>/host/h`, `<run>/op/h/**` (liveliness),
+/// What host `h` owns: `<run>/host/h` (liveliness),
 /// `<run>/status/h`, `<run>/entry/h/*` (the entries `h` sends each
 /// host), `<run>/stream/<key>/**` of every stream produced on `h`, and
 /// `<run>/credit/<key>/h` of every stream read on `h`.
@@ -347,7 +347,6 @@ pub fn access_control(pipeline: &Pipeline, prefix: &str) -> String {
     for (i, h) in hosts.iter().enumerate() {
         let mut owned = vec![
             format!("{prefix}/host/{h}"),
-            format!("{prefix}/op/{h}/**"),
             format!("{prefix}/status/{h}"),
             format!("{prefix}/entry/{h}/*"),
         ];
