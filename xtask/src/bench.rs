@@ -10,6 +10,8 @@
 //! `cargo xtask bench params` runs only the params-io bench;
 //! `cargo xtask bench chain` only the stream chain beside dora-rs
 //! ([`crate::bench_chain`]);
+//! `cargo xtask bench growth` only how whole pipelines' costs grow
+//! ([`crate::bench_growth`]);
 //! `cargo xtask bench paired [GROUP]` only the goal rows against iceoryx2
 //! in alternating pairs ([`crate::bench_paired`]).
 //! `cargo xtask bench --report` runs everything and writes
@@ -117,6 +119,16 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
         }
         return Ok(());
     }
+    if extra.first().is_some_and(|a| a == "growth") {
+        // `bench growth`: stages per chain and operators per pipeline,
+        // beside dora-rs.
+        let (growth, peers) = crate::bench_growth::run()?;
+        print!("{}", growth.markdown(&[]));
+        for p in &peers {
+            println!("peer {}: {}", p.name, p.status);
+        }
+        return Ok(());
+    }
     if extra.first().is_some_and(|a| a == "chain") && extra.get(1).is_some_and(|a| a == "viewer") {
         let mut out = String::new();
         crate::bench_chain::run_viewer(&mut out)?;
@@ -197,8 +209,12 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
     }
     let mut chain = String::new();
     let mut hosts = String::new();
+    let mut growth = crate::bench_growth::Growth::default();
     if report {
         peers.extend(crate::bench_chain::run(report, &mut chain)?);
+        let (g, p) = crate::bench_growth::run()?;
+        growth = g;
+        peers.extend(p);
         peers.extend(crate::bench_hosts::run(&mut hosts)?);
     }
     print!("{params}{beside}{chain}{hosts}");
@@ -215,6 +231,7 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
                 chain: &chain,
                 hosts: &hosts,
                 paired: &paired,
+                growth: &growth,
             },
         )?;
     }

@@ -37,7 +37,7 @@ use crate::root;
 use crate::step::{Step, cargo};
 
 /// The dora-rs packages, pinned (with what its Python nodes need).
-const DORA: [&str; 4] = [
+pub(crate) const DORA: [&str; 4] = [
     "dora-rs==1.1.0",
     "dora-rs-cli==1.1.0",
     "pyarrow==26.0.1",
@@ -45,7 +45,7 @@ const DORA: [&str; 4] = [
 ];
 
 /// Frames left out of the latency figures (start-up).
-const WARMUP: usize = 20;
+pub(crate) const WARMUP: usize = 20;
 
 /// Every run is killed after this long (seconds).
 const RUN_LIMIT_SECS: u32 = 300;
@@ -66,7 +66,7 @@ const SIZES: [(&str, u64, u64, u64, u64); 3] = [
 
 /// Who runs the chain.
 #[derive(Clone, Copy, PartialEq)]
-enum Variant {
+pub(crate) enum Variant {
     FastioRust,
     FastioPython,
     DoraPython,
@@ -79,7 +79,7 @@ impl Variant {
         Variant::DoraPython,
     ];
 
-    fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Variant::FastioRust => "fastio, Rust operators",
             Variant::FastioPython => "fastio, Python operators",
@@ -151,7 +151,7 @@ pub(crate) fn percentile(sorted: &[u64], q: f64) -> f64 {
 }
 
 /// How one run is set up.
-struct Run<'a> {
+pub(crate) struct Run<'a> {
     variant: Variant,
     dir: PathBuf,
     size: u64,
@@ -168,6 +168,9 @@ struct Run<'a> {
     /// The two namespace hosts it runs on (source and sink on `a`, the
     /// stage on `b`), or one host.
     across: Option<&'a Across<'a>>,
+    /// Stages between the source and the sink (1: the classic chain of
+    /// three operators; the growth bench runs 0 to 62).
+    stages: usize,
 }
 
 /// The chain across two namespace hosts (issue 30): the source and the
@@ -291,14 +294,32 @@ fn toggle_recorder(
 
 /// Resident memory of process `pid` (KiB), when it lives.
 fn rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS:")
+}
+
+/// A `/proc/PID/status` field in KiB (`VmRSS:`, `VmHWM:`), when the
+/// process lives.
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()?
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .find_map(|l| l.strip_prefix(field))?
         .split_whitespace()
         .next()?
         .parse()
         .ok()
+}
+
+/// How a whole pipeline started (see [`Run::start_up`]).
+pub(crate) struct StartUp {
+    /// From spawning the runner (`fastio run`, `dora run`) to the sink's
+    /// first frame (ns).
+    pub(crate) to_first_frame_ns: u64,
+    /// The runner process's own peak resident memory (KiB; its operators
+    /// are processes of their own and not counted).
+    pub(crate) runner_peak_kib: u64,
+    /// Frames the sink saw.
+    pub(crate) frames: u64,
 }
 
 /// Runs `fastio view` beside the chain in turns until `done`, each time
@@ -474,18 +495,18 @@ fn with_against_without(r: &SinkResult, what: &str, runs: &mut String) -> Result
 }
 
 /// Paths every run needs.
-struct Tools {
+pub(crate) struct Tools {
     fastio: PathBuf,
     chainop: PathBuf,
     python: PathBuf,
-    dora_python: Option<PathBuf>,
+    pub(crate) dora_python: Option<PathBuf>,
     scripts: PathBuf,
 }
 
 impl Tools {
     /// The release binaries, our Python environment and scripts, and
     /// dora-rs's Python when installed.
-    fn new(dora_python: Option<PathBuf>) -> Tools {
+    pub(crate) fn new(dora_python: Option<PathBuf>) -> Tools {
         let release = crate::bench::target_dir().join("release");
         Tools {
             fastio: release.join("fastio"),
@@ -499,7 +520,7 @@ impl Tools {
 
 /// dora-rs's Python (installed into target/venv-dora if it is not),
 /// noting in `peers` as `name` what ran (`how`) or why it is missing.
-fn dora_peer(peers: &mut Vec<Peer>, name: &'static str, how: String) -> Option<PathBuf> {
+pub(crate) fn dora_peer(peers: &mut Vec<Peer>, name: &'static str, how: String) -> Option<PathBuf> {
     match crate::venv::python("venv-dora", &DORA, "dora") {
         Ok(p) => {
             peers.push(Peer::measured(name, how));
@@ -771,6 +792,136 @@ impl Run<'_> {
         vars
     }
 
+    /// A chain of `stages + 2` Rust operators (ours) or Python nodes
+    /// (dora-rs) on one host, no recorder, our usual depth.
+    pub(crate) fn chain(
+        variant: Variant,
+        dir: PathBuf,
+        size: u64,
+        frames: u64,
+        pause_us: u64,
+        stages: usize,
+    ) -> Run<'static> {
+        Run {
+            variant,
+            dir,
+            size,
+            frames,
+            pause_us,
+            sink_env: &[],
+            depth: DEPTH,
+            rust_source: false,
+            recorder: Recorder::None,
+            across: None,
+            stages,
+        }
+    }
+
+    /// Runs it on one host, watching the runner (`fastio run` or
+    /// `dora run`, spawned here without a wrapper so that its own memory
+    /// can be read every 5 ms): the time from its spawn to the sink's
+    /// first frame, and its peak resident memory (`VmHWM`, last read
+    /// before it exited). Killed after [`RUN_LIMIT_SECS`].
+    pub(crate) fn start_up(&self, tools: &Tools) -> Result<StartUp, String> {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| format!("create {}: {e}", self.dir.display()))?;
+        let result = self.dir.join("result.txt");
+        let mut cmd;
+        if self.variant == Variant::DoraPython {
+            let python = tools
+                .dora_python
+                .as_ref()
+                .ok_or("dora-rs is not installed")?;
+            let flow = self.dir.join("dataflow.yml");
+            std::fs::write(&flow, self.dora_dataflow(tools, python, &result))
+                .map_err(|e| format!("write {}: {e}", flow.display()))?;
+            let bin = python.parent().ok_or("venv without bin")?;
+            cmd = Command::new(bin.join("dora"));
+            cmd.arg("run").arg(&flow);
+            let path = std::env::var("PATH").unwrap_or_default();
+            cmd.env("PATH", format!("{}:{path}", bin.display()));
+        } else {
+            let def = self.dir.join("pipeline.yaml");
+            std::fs::write(&def, self.pipeline(tools, &result))
+                .map_err(|e| format!("write {}: {e}", def.display()))?;
+            cmd = Command::new(&tools.fastio);
+            cmd.arg("run").arg(&def);
+        }
+        let log = self.dir.join("runner.log");
+        let log =
+            std::fs::File::create(&log).map_err(|e| format!("create {}: {e}", log.display()))?;
+        let log2 = log.try_clone().map_err(|e| e.to_string())?;
+        cmd.current_dir(&self.dir)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2);
+        let before = shm_files();
+        let t0 = wall_ns();
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("{}: spawn the runner: {e}", self.dir.display()))?;
+        let deadline =
+            std::time::Instant::now() + std::time::Duration::from_secs(RUN_LIMIT_SECS.into());
+        let mut peak = 0;
+        let status = loop {
+            if let Some(hwm) = status_kib(child.id(), "VmHWM:") {
+                peak = peak.max(hwm);
+            }
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!(
+                        "{}: the run did not end within {RUN_LIMIT_SECS} s",
+                        self.dir.display()
+                    ));
+                }
+                Err(e) => return Err(format!("{}: wait: {e}", self.dir.display())),
+            }
+        };
+        for f in shm_files().difference(&before) {
+            if f.ends_with(".zenoh") {
+                let _ = std::fs::remove_file(Path::new("/dev/shm").join(f));
+            }
+        }
+        if !status.success() {
+            return Err(format!(
+                "{}: the runner ended with {status} (see runner.log there)",
+                self.dir.display()
+            ));
+        }
+        let text = std::fs::read_to_string(&result)
+            .map_err(|e| format!("{}: the sink wrote no result: {e}", self.dir.display()))?;
+        let r = parse_result(&text)?;
+        if r.count == 0 || r.first_ns < t0 {
+            return Err(format!(
+                "{}: the sink saw {} frames (first at {} ns, the run started at {t0} ns)",
+                self.dir.display(),
+                r.count,
+                r.first_ns
+            ));
+        }
+        Ok(StartUp {
+            to_first_frame_ns: r.first_ns - t0,
+            runner_peak_kib: peak,
+            frames: r.count,
+        })
+    }
+
+    /// The stages' names, in order: `stage` when there is one (the hosts
+    /// bench places it by that name), else `stage1`, `stage2`, ….
+    fn stage_names(&self) -> Vec<String> {
+        match self.stages {
+            1 => vec!["stage".to_owned()],
+            n => (1..=n).map(|i| format!("stage{i}")).collect(),
+        }
+    }
+
     /// Our pipeline definition.
     fn pipeline(&self, tools: &Tools, result: &Path) -> String {
         let command = |role: &str| -> String {
@@ -806,20 +957,25 @@ impl Run<'_> {
             self.pause_us,
             port("output", "")
         );
-        let _ = write!(
-            y,
-            "- name: stage\n  container:\n    image: bench\n    command: {}\n{}{}",
-            command("stage"),
-            port("input", "from: source, "),
-            port("output", "")
-        );
+        let names = self.stage_names();
+        let mut from = "source";
+        for name in &names {
+            let _ = write!(
+                y,
+                "- name: {name}\n  container:\n    image: bench\n    command: {}\n{}{}",
+                command("stage"),
+                port("input", &format!("from: {from}, ")),
+                port("output", "")
+            );
+            from = name;
+        }
         let _ = write!(
             y,
             "- name: sink\n  container:\n    image: bench\n    command: {}\n    \
              variables: {{{}}}\n{}",
             command("sink"),
             self.sink_variables(result),
-            port("input", "from: stage, ")
+            port("input", &format!("from: {from}, "))
         );
         let _ = write!(
             y,
@@ -836,10 +992,11 @@ impl Run<'_> {
     fn dora_dataflow(&self, tools: &Tools, python: &Path, result: &Path) -> String {
         let script = tools.scripts.join("chain_dora.py");
         let node = |id: &str, input: Option<&str>, env: String| {
+            let role = if id.starts_with("stage") { "stage" } else { id };
             let mut n = format!(
                 "  - id: {id}\n    path: {}\n    args: {:?}\n    env: {{{env}}}\n",
                 yaml_str(python),
-                format!("{} {id}", script.display())
+                format!("{} {role}", script.display())
             );
             if self.across.is_some() {
                 let machine = if id == "stage" { "b" } else { "a" };
@@ -866,8 +1023,13 @@ impl Run<'_> {
                 self.size, self.frames, self.pause_us
             ),
         ));
-        y.push_str(&node("stage", Some("source"), String::new()));
-        y.push_str(&node("sink", Some("stage"), self.sink_variables(result)));
+        let names = self.stage_names();
+        let mut from = "source";
+        for name in &names {
+            y.push_str(&node(name, Some(from), String::new()));
+            from = name;
+        }
+        y.push_str(&node("sink", Some(from), self.sink_variables(result)));
         y
     }
 }
@@ -884,24 +1046,24 @@ fn shm_files() -> std::collections::BTreeSet<String> {
 }
 
 /// Latency and throughput of one variant at one size.
-struct Measured {
-    p50_ns: f64,
-    p99_ns: f64,
+pub(crate) struct Measured {
+    pub(crate) p50_ns: f64,
+    pub(crate) p99_ns: f64,
     /// The median round's throughput (frames per second).
-    fps: f64,
+    pub(crate) fps: f64,
     /// The slowest and the fastest round's throughput.
-    fps_range: (f64, f64),
+    pub(crate) fps_range: (f64, f64),
     /// The lowest and the highest of the rounds' own p99 latencies.
-    p99_range: (f64, f64),
+    pub(crate) p99_range: (f64, f64),
     /// Frames the sink never saw, out of order, or not what they said.
-    lost: u64,
-    disorder: u64,
-    torn: u64,
+    pub(crate) lost: u64,
+    pub(crate) disorder: u64,
+    pub(crate) torn: u64,
 }
 
 /// One round of a variant at a size: a paced run (latency) and an
 /// unpaced one (throughput).
-struct Round {
+pub(crate) struct Round {
     /// Latencies after the first [`WARMUP`] frames.
     latencies: Vec<u64>,
     fps: f64,
@@ -913,7 +1075,7 @@ struct Round {
 impl Measured {
     /// Rounds pooled: latencies of all rounds together, the median
     /// round's throughput, every frame lost or out of order counted.
-    fn pooled(rounds: &[Round]) -> Measured {
+    pub(crate) fn pooled(rounds: &[Round]) -> Measured {
         let mut lat: Vec<u64> = rounds
             .iter()
             .flat_map(|r| r.latencies.iter().copied())
@@ -960,20 +1122,26 @@ fn measure(
     size: (&str, u64, u64, u64, u64),
     across: Option<&Across<'_>>,
 ) -> Result<Measured, String> {
-    Ok(Measured::pooled(&[round(tools, variant, size, across)?]))
+    Ok(Measured::pooled(&[round(tools, variant, size, across, 1)?]))
 }
 
-/// A paced and an unpaced run of `variant` at `size`; fails if a frame
-/// of ours was lost, out of order or torn.
-fn round(
+/// A paced and an unpaced run of `variant` at `size`, with `stages`
+/// stages between source and sink; fails if a frame of ours was lost,
+/// out of order or torn.
+pub(crate) fn round(
     tools: &Tools,
     variant: Variant,
     size: (&str, u64, u64, u64, u64),
     across: Option<&Across<'_>>,
+    stages: usize,
 ) -> Result<Round, String> {
     let (label, bytes, lat_frames, pause_us, tp_frames) = size;
     let base = crate::bench::target_dir().join("bench-chain");
-    let hosts = if across.is_some() { "-across" } else { "" };
+    let hosts = match (across.is_some(), stages) {
+        (true, _) => "-across".to_owned(),
+        (false, 1) => String::new(),
+        (false, n) => format!("-{}ops", n + 2),
+    };
     let paced = Run {
         variant,
         dir: base.join(format!("{}-{label}{hosts}-latency", variant.slug())),
@@ -985,6 +1153,7 @@ fn round(
         rust_source: false,
         recorder: Recorder::None,
         across,
+        stages,
     }
     .go(tools)?;
     let flat_out = Run {
@@ -998,6 +1167,7 @@ fn round(
         rust_source: false,
         recorder: Recorder::None,
         across,
+        stages,
     }
     .go(tools)?;
     let secs = flat_out.last_ns.saturating_sub(flat_out.first_ns) as f64 / 1e9;
@@ -1032,7 +1202,7 @@ fn table_cell(text: &str, chars: usize) -> String {
         .collect()
 }
 
-fn verdict(ok: bool) -> &'static str {
+pub(crate) fn verdict(ok: bool) -> &'static str {
     if ok { "met" } else { "MISSED" }
 }
 
@@ -1079,6 +1249,7 @@ fn viewer(tools: &Tools, out: &mut String) -> Result<(), String> {
             rust_source: true,
             recorder: Recorder::Viewer,
             across: None,
+            stages: 1,
         }
         .go(tools)?;
         if r.count != FRAMES || r.disorder + r.torn > 0 {
@@ -1107,7 +1278,7 @@ fn viewer(tools: &Tools, out: &mut String) -> Result<(), String> {
     Ok(())
 }
 
-fn build_chain_binaries() -> Result<(), String> {
+pub(crate) fn build_chain_binaries() -> Result<(), String> {
     Step::new(
         "chain binaries",
         cargo([
@@ -1249,13 +1420,13 @@ pub(crate) fn across_hosts(
             for v in turn {
                 match v {
                     Variant::DoraPython if tools.dora_python.is_some() => {
-                        match round(&tools, v, size, Some(&across)) {
+                        match round(&tools, v, size, Some(&across), 1) {
                             Ok(d) => dora.push(d),
                             Err(e) => dora_failed.push(e),
                         }
                     }
                     Variant::DoraPython => {}
-                    _ => ours.push(round(&tools, v, size, Some(&across))?),
+                    _ => ours.push(round(&tools, v, size, Some(&across), 1)?),
                 }
             }
         }
@@ -1355,6 +1526,7 @@ fn recorders(tools: &Tools, out: &mut String) -> Result<(), String> {
             rust_source: true,
             recorder,
             across: None,
+            stages: 1,
         }
         .go(tools)?;
         if r.count != frames || r.disorder + r.torn > 0 {
@@ -1442,6 +1614,7 @@ fn python_overhead(tools: &Tools, out: &mut String) -> Result<(), String> {
             rust_source: true,
             recorder: Recorder::None,
             across: None,
+            stages: 1,
         }
         .go(tools)?;
         if r.count != FRAMES {
@@ -1488,6 +1661,7 @@ fn rss(tools: &Tools, out: &mut String) -> Result<(), String> {
             rust_source: true,
             recorder: Recorder::None,
             across: None,
+            stages: 1,
         }
         .go(tools)?;
         let (at, end) = (

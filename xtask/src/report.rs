@@ -11,6 +11,8 @@ use std::path::Path;
 use plotters::prelude::*;
 
 use crate::bench::{Groups, Measured, human_time};
+use crate::bench_chain::Variant;
+use crate::bench_growth::Growth;
 use crate::bench_paired::{Paired, PairedRow, ROUNDS};
 
 /// Frames in flight in every stream row, on both sides alike
@@ -59,6 +61,8 @@ pub(crate) struct Sections<'a> {
     /// The goal rows against iceoryx2, measured again in alternating
     /// pairs (empty when they were not).
     pub(crate) paired: &'a Paired,
+    /// How whole pipelines' costs grow (stages, operators).
+    pub(crate) growth: &'a Growth,
 }
 
 pub(crate) fn write(
@@ -148,10 +152,64 @@ fn write_to(
         )?;
         plots.push("growth_allocations.svg");
     }
+    plot_growth(dir, sections.growth, &mut plots)?;
     let md = markdown(groups, peers, sections, &handoff, &stream, &plots);
     let path = dir.join("README.md");
     std::fs::write(&path, md).map_err(|e| format!("write {}: {e}", path.display()))?;
     println!("report: wrote {} and {} plots", path.display(), plots.len());
+    Ok(())
+}
+
+/// The plots of the stage and start-up rows (`growth_stages.svg`,
+/// `growth_start.svg`), when measured.
+fn plot_growth(dir: &Path, growth: &Growth, plots: &mut Vec<&'static str>) -> Result<(), String> {
+    let count = |v: f64| format!("{v:.0}");
+    let mut stages: Series = Vec::new();
+    for variant in [Variant::FastioRust, Variant::DoraPython] {
+        for size in ["64KiB", "1MiB"] {
+            let pts: Vec<(f64, f64)> = growth
+                .stages
+                .iter()
+                .filter(|r| r.variant == variant && r.size == size)
+                .map(|r| (r.operators as f64, r.p50_per_hop_ns() / 1e9))
+                .collect();
+            if !pts.is_empty() {
+                stages.push((format!("{}, {size}", variant.label()), pts));
+            }
+        }
+    }
+    if !stages.is_empty() {
+        plot_against(
+            &dir.join("growth_stages.svg"),
+            "Stages in a chain: p50 latency per hop",
+            ("operators in the chain", &count),
+            "seconds per hop (p50)",
+            &stages,
+        )?;
+        plots.push("growth_stages.svg");
+    }
+    let mut starts: Series = Vec::new();
+    for variant in [Variant::FastioRust, Variant::DoraPython] {
+        let pts: Vec<(f64, f64)> = growth
+            .starts
+            .iter()
+            .filter(|r| r.variant == variant)
+            .map(|r| (r.operators as f64, r.to_first_frame_ns / 1e9))
+            .collect();
+        if !pts.is_empty() {
+            starts.push((variant.label().to_owned(), pts));
+        }
+    }
+    if !starts.is_empty() {
+        plot_against(
+            &dir.join("growth_start.svg"),
+            "Operators in one pipeline: runner start to the sink's first frame",
+            ("operators in the pipeline", &count),
+            "seconds (median)",
+            &starts,
+        )?;
+        plots.push("growth_start.svg");
+    }
     Ok(())
 }
 
@@ -412,7 +470,17 @@ fn markdown(
         }
         size_tables(w, groups, "stream/", false);
     }
-    growth_section(w, groups, plots);
+    let allocations = !growth_allocations(groups).is_empty();
+    let pipelines = sections.growth.markdown(plots);
+    if allocations || !pipelines.is_empty() {
+        let _ = writeln!(
+            w,
+            "## How costs grow\n\nConsumers per stream (beside iceoryx2) and hosts per run \
+             are not measured yet.\n"
+        );
+        growth_section(w, groups, plots);
+        w.push_str(&pipelines);
+    }
     w.push_str(sections.params);
     let _ = writeln!(w, "## Every other group\n");
     for (g, rs) in groups {
@@ -638,7 +706,7 @@ fn growth_section(w: &mut String, groups: &Groups, plots: &[&str]) {
     };
     let _ = writeln!(
         w,
-        "## How costs grow\n\nLive allocations in one context (`growth_allocations/<n>`, \
+        "### Live allocations in one context\n\n`growth_allocations/<n>` (\
          `crates/fastio/benches/fastio.rs`): the context holds `n - 1` published allocations \
          of 64 bytes; timed beside them: create, publish and free one more, and look a live \
          one up by name. The context's limit is 65,536 allocations alive at once, so the \
@@ -858,7 +926,7 @@ mod tests {
         );
         let mut w = String::new();
         growth_section(&mut w, &groups, &[]);
-        assert!(w.contains("## How costs grow"), "{w}");
+        assert!(w.contains("### Live allocations in one context"), "{w}");
         assert!(w.contains("| 65536 |"), "{w}");
         assert!(
             w.contains("`create_publish_free` ×1.40 at 65536 of at 10 (≤ ×2: met)"),
@@ -971,6 +1039,7 @@ mod tests {
                 chain: "\n  64KiB  dora-rs chain\n",
                 hosts: "",
                 paired: &paired,
+                growth: &Growth::default(),
             },
         )
         .unwrap();
