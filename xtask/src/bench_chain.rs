@@ -496,8 +496,8 @@ fn with_against_without(r: &SinkResult, what: &str, runs: &mut String) -> Result
 
 /// Paths every run needs.
 pub(crate) struct Tools {
-    fastio: PathBuf,
-    chainop: PathBuf,
+    pub(crate) fastio: PathBuf,
+    pub(crate) chainop: PathBuf,
     python: PathBuf,
     pub(crate) dora_python: Option<PathBuf>,
     scripts: PathBuf,

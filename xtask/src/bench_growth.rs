@@ -17,14 +17,23 @@
 //!   2 and 32. Goals: linear or better (the cost per added operator does
 //!   not grow with n); ≤ dora-rs's start-up.
 //!
-//! Consumers per stream (beside iceoryx2) and hosts per run are not
-//! measured here yet; the report says so.
+//! * **consumers of one stream** — 1, 2, 4, 8 and 16 consumer processes
+//!   of one stream, paced frames of 4 KiB and 1 MiB: the producer's cost
+//!   per frame and the consumers' latency p50/p99
+//!   (`crates/fastio/benches/fanout.rs`), beside iceoryx2 with as many
+//!   subscribers (`peers/iceoryx2/benches/fanout.rs`), same rules
+//!   (`fanout_common`). Goals: ours ≤ iceoryx2 at every count (latency and
+//!   producer's cost, p50); our producer's cost at 16 ≤ ×2 of at 1.
+//!
+//! * **hosts in one run** — 2, 3 and 4 namespace hosts, a chain of one
+//!   operator on each ([`crate::bench_growth_hosts`]).
 
 use std::fmt::Write as _;
 
 use crate::bench::human_time;
 use crate::bench_chain::{Measured, Run, Tools, Variant, verdict};
 use crate::bench_peers::Peer;
+use crate::step::{Step, cargo};
 
 /// Operators per chain in the stage rows (ours), and those dora-rs runs.
 const STAGE_OPERATORS: [usize; 4] = [2, 4, 8, 16];
@@ -76,11 +85,82 @@ pub(crate) struct StartRow {
     pub(crate) runner_peak_kib: f64,
 }
 
+/// One fan-out line: one side, size and count (`fanout_common`'s
+/// `Figures::line`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct FanoutRow {
+    /// `fastio` or `iceoryx2`.
+    pub(crate) side: String,
+    pub(crate) size: String,
+    pub(crate) consumers: usize,
+    pub(crate) producer_p50_ns: f64,
+    pub(crate) producer_p99_ns: f64,
+    pub(crate) latency_p50_ns: f64,
+    pub(crate) latency_p99_ns: f64,
+    pub(crate) worst_consumer_p99_ns: f64,
+}
+
+impl FanoutRow {
+    /// A `fanout side=… size=… consumers=… …` line, or `None`.
+    pub(crate) fn parse(line: &str) -> Option<FanoutRow> {
+        use crate::bench_peers::{field, word};
+        let line = line.strip_prefix("fanout ")?;
+        Some(FanoutRow {
+            side: word(line, "side")?.to_owned(),
+            size: word(line, "size")?.to_owned(),
+            consumers: field(line, "consumers")? as usize,
+            producer_p50_ns: field(line, "producer_p50_ns")?,
+            producer_p99_ns: field(line, "producer_p99_ns")?,
+            latency_p50_ns: field(line, "latency_p50_ns")?,
+            latency_p99_ns: field(line, "latency_p99_ns")?,
+            worst_consumer_p99_ns: field(line, "worst_consumer_p99_ns")?,
+        })
+    }
+}
+
 /// Everything this bench measured.
 #[derive(Default)]
 pub(crate) struct Growth {
     pub(crate) stages: Vec<StageRow>,
     pub(crate) starts: Vec<StartRow>,
+    pub(crate) consumers: Vec<FanoutRow>,
+    pub(crate) hosts: Vec<crate::bench_growth_hosts::HostRow>,
+}
+
+/// Runs the fan-out bench of each side; their lines, and iceoryx2's
+/// status as a peer.
+fn fanout(peers: &mut Vec<Peer>) -> Result<Vec<FanoutRow>, String> {
+    let rows =
+        |text: &str| -> Vec<FanoutRow> { text.lines().filter_map(FanoutRow::parse).collect() };
+    let ours = Step::new(
+        "fanout fastio",
+        cargo(["bench", "-p", "fastio", "--bench", "fanout"]),
+    )
+    .run()?;
+    let mut out = rows(&ours);
+    let mut cmd = cargo([
+        "bench",
+        "--manifest-path",
+        "peers/iceoryx2/Cargo.toml",
+        "--bench",
+        "fanout",
+    ]);
+    cmd.current_dir(crate::root()).env(
+        "CARGO_TARGET_DIR",
+        crate::root().join("target").join("peers"),
+    );
+    match Step::new("fanout iceoryx2", cmd).run() {
+        Ok(text) => {
+            out.extend(rows(&text));
+            peers.push(Peer::measured(
+                "iceoryx2 (fan-out)",
+                "iceoryx2 from crates.io, built by xtask into target/peers \
+                 (peers/iceoryx2/benches/fanout.rs)",
+            ));
+        }
+        Err(e) => peers.push(Peer::missing("iceoryx2 (fan-out)", e)),
+    }
+    Ok(out)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -107,7 +187,21 @@ pub(crate) fn run() -> Result<(Growth, Vec<Peer>), String> {
     );
     let tools = Tools::new(dora_python);
     let base = crate::bench::target_dir().join("bench-growth");
-    let mut growth = Growth::default();
+    let mut growth = Growth {
+        consumers: fanout(&mut peers)?,
+        ..Growth::default()
+    };
+    for r in &growth.consumers {
+        println!(
+            "growth: {} consumers, {}, {}: producer {} latency p50 {} p99 {}",
+            r.consumers,
+            r.size,
+            r.side,
+            human_time(r.producer_p50_ns),
+            human_time(r.latency_p50_ns),
+            human_time(r.latency_p99_ns)
+        );
+    }
     for size in STAGE_SIZES {
         for variant in [Variant::FastioRust, Variant::DoraPython] {
             let counts: &[usize] = match variant {
@@ -138,6 +232,7 @@ pub(crate) fn run() -> Result<(Growth, Vec<Peer>), String> {
             }
         }
     }
+    growth.hosts = crate::bench_growth_hosts::run(&tools.fastio, &tools.chainop)?;
     for variant in [Variant::FastioRust, Variant::DoraPython] {
         let counts: &[usize] = match variant {
             Variant::DoraPython if tools.dora_python.is_none() => &[],
@@ -205,17 +300,130 @@ impl Growth {
             .find(|r| r.variant == variant && r.operators == operators)
     }
 
-    /// The report's markdown for both parts, goals computed from the
+    fn fanout_row(&self, side: &str, size: &str, consumers: usize) -> Option<&FanoutRow> {
+        self.consumers
+            .iter()
+            .find(|r| r.side == side && r.size == size && r.consumers == consumers)
+    }
+
+    /// The report's markdown for every part, goals computed from the
     /// numbers; `plots` names the plots the report drew.
     pub(crate) fn markdown(&self, plots: &[&str]) -> String {
         let mut w = String::new();
+        if !self.consumers.is_empty() {
+            self.consumers_markdown(&mut w, plots);
+        }
         if !self.stages.is_empty() {
             self.stages_markdown(&mut w, plots);
         }
         if !self.starts.is_empty() {
             self.starts_markdown(&mut w, plots);
         }
+        if !self.hosts.is_empty() {
+            crate::bench_growth_hosts::markdown(&self.hosts, &mut w, plots);
+        }
         w
+    }
+
+    fn consumers_markdown(&self, w: &mut String, plots: &[&str]) {
+        let _ = writeln!(
+            w,
+            "### Consumers of one stream\n\nOne producer and n consumer processes of one stream \
+             (`cargo xtask bench growth`; `crates/fastio/benches/fanout.rs` beside \
+             `peers/iceoryx2/benches/fanout.rs`, the rules in `fanout_common`): a frame every \
+             2 ms (no queue), 6 in flight per consumer at most, one byte per page written and \
+             read, consumers sleeping until woken; the producer's cost per frame (from asking \
+             for the frame's memory to the end of its publish, and notify) and the consumers' \
+             latency (stamp to reading it), p50/p99 of 550 frames after 50.\n"
+        );
+        if plots.contains(&"growth_consumers.svg") {
+            let _ = writeln!(w, "![growth_consumers.svg](growth_consumers.svg)\n");
+        }
+        let _ = writeln!(
+            w,
+            "| frame | consumers | producer p50 ours / iceoryx2 | latency p50 ours / iceoryx2 | \
+             latency p99 ours / iceoryx2 | worst consumer's p99 ours / iceoryx2 |\n\
+             |---|---|---|---|---|---|"
+        );
+        let mut sizes: Vec<&str> = Vec::new();
+        for r in &self.consumers {
+            if !sizes.contains(&r.size.as_str()) {
+                sizes.push(&r.size);
+            }
+        }
+        let mut goals = Vec::new();
+        for size in &sizes {
+            let mut counts: Vec<usize> = self
+                .consumers
+                .iter()
+                .filter(|r| r.size == *size)
+                .map(|r| r.consumers)
+                .collect();
+            counts.sort_unstable();
+            counts.dedup();
+            let mut behind = Vec::new();
+            for &n in &counts {
+                let o = self.fanout_row("fastio", size, n);
+                let x = self.fanout_row("iceoryx2", size, n);
+                let pair = |f: fn(&FanoutRow) -> f64| {
+                    format!(
+                        "{} / {}",
+                        o.map_or("–".into(), |r| human_time(f(r))),
+                        x.map_or("–".into(), |r| human_time(f(r)))
+                    )
+                };
+                let _ = writeln!(
+                    w,
+                    "| {size} | {n} | {} | {} | {} | {} |",
+                    pair(|r| r.producer_p50_ns),
+                    pair(|r| r.latency_p50_ns),
+                    pair(|r| r.latency_p99_ns),
+                    pair(|r| r.worst_consumer_p99_ns)
+                );
+                if let (Some(o), Some(x)) = (o, x) {
+                    let (p, l) = (
+                        o.producer_p50_ns / x.producer_p50_ns,
+                        o.latency_p50_ns / x.latency_p50_ns,
+                    );
+                    if p > 1.0 || l > 1.0 {
+                        behind.push(format!("{n} (producer ×{p:.2}, latency ×{l:.2})"));
+                    }
+                }
+            }
+            if counts
+                .iter()
+                .any(|&n| self.fanout_row("iceoryx2", size, n).is_some())
+            {
+                goals.push(format!(
+                    "{size}: ours ≤ iceoryx2 at every count (producer's cost and latency, p50): {}{}",
+                    verdict(behind.is_empty()),
+                    if behind.is_empty() {
+                        String::new()
+                    } else {
+                        format!(", behind at {}", behind.join(", "))
+                    }
+                ));
+            }
+            if let (Some(one), Some(most)) = (
+                counts
+                    .first()
+                    .and_then(|&n| self.fanout_row("fastio", size, n)),
+                counts
+                    .last()
+                    .and_then(|&n| self.fanout_row("fastio", size, n)),
+            ) {
+                let x = most.producer_p50_ns / one.producer_p50_ns;
+                goals.push(format!(
+                    "{size}: our producer's cost at {} consumers ×{x:.2} of at {} (≤ ×2: {})",
+                    most.consumers,
+                    one.consumers,
+                    verdict(x <= 2.0)
+                ));
+            }
+        }
+        if !goals.is_empty() {
+            let _ = writeln!(w, "\nGoals: {}.\n", goals.join("; "));
+        }
     }
 
     fn stages_markdown(&self, w: &mut String, plots: &[&str]) {
@@ -419,6 +627,16 @@ mod tests {
                 stage(8, "1MiB", ours, 7e6, 300.0),
                 stage(8, "1MiB", dora, 20e6, 100.0),
             ],
+            consumers: [
+                "fanout side=fastio size=4KiB consumers=1 producer_p50_ns=1000 producer_p99_ns=2000 latency_p50_ns=10000 latency_p99_ns=20000 worst_consumer_p99_ns=20000 frames=550",
+                "fanout side=fastio size=4KiB consumers=16 producer_p50_ns=2500 producer_p99_ns=5000 latency_p50_ns=30000 latency_p99_ns=90000 worst_consumer_p99_ns=99000 frames=8800",
+                "fanout side=iceoryx2 size=4KiB consumers=1 producer_p50_ns=2000 producer_p99_ns=3000 latency_p50_ns=12000 latency_p99_ns=25000 worst_consumer_p99_ns=25000 frames=550",
+                "fanout side=iceoryx2 size=4KiB consumers=16 producer_p50_ns=9000 producer_p99_ns=20000 latency_p50_ns=25000 latency_p99_ns=80000 worst_consumer_p99_ns=85000 frames=8800",
+            ]
+            .iter()
+            .map(|l| FanoutRow::parse(l).unwrap())
+            .collect(),
+            hosts: Vec::new(),
             starts: vec![
                 start(2, ours, 20.0),
                 start(4, ours, 30.0),
@@ -457,5 +675,18 @@ mod tests {
             md.contains("| 16 | fastio, Rust operators | 90.00 ms |"),
             "{md}"
         );
+        assert!(
+            md.contains("4KiB: ours ≤ iceoryx2 at every count (producer's cost and latency, p50): MISSED, behind at 16 (producer ×0.28, latency ×1.20)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("4KiB: our producer's cost at 16 consumers ×2.50 of at 1 (≤ ×2: MISSED)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| 4KiB | 1 | 1.00 us / 2.00 us | 10.00 us / 12.00 us |"),
+            "{md}"
+        );
+        assert_eq!(FanoutRow::parse("fanout side=fastio size=4KiB"), None);
     }
 }

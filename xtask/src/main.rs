@@ -8,6 +8,7 @@
 mod bench;
 mod bench_chain;
 mod bench_growth;
+mod bench_growth_hosts;
 mod bench_hosts;
 mod bench_paired;
 mod bench_params;

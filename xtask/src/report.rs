@@ -12,7 +12,7 @@ use plotters::prelude::*;
 
 use crate::bench::{Groups, Measured, human_time};
 use crate::bench_chain::Variant;
-use crate::bench_growth::Growth;
+use crate::bench_growth::{FanoutRow, Growth};
 use crate::bench_paired::{Paired, PairedRow, ROUNDS};
 
 /// Frames in flight in every stream row, on both sides alike
@@ -187,6 +187,61 @@ fn plot_growth(dir: &Path, growth: &Growth, plots: &mut Vec<&'static str>) -> Re
             &stages,
         )?;
         plots.push("growth_stages.svg");
+    }
+    let mut consumers: Series = Vec::new();
+    for side in ["fastio", "iceoryx2"] {
+        for size in ["4KiB", "1MiB"] {
+            for (what, f) in [
+                (
+                    "latency p50",
+                    (|r: &FanoutRow| r.latency_p50_ns) as fn(&FanoutRow) -> f64,
+                ),
+                ("producer p50", |r: &FanoutRow| r.producer_p50_ns),
+            ] {
+                let pts: Vec<(f64, f64)> = growth
+                    .consumers
+                    .iter()
+                    .filter(|r| r.side == side && r.size == size)
+                    .map(|r| (r.consumers as f64, f(r) / 1e9))
+                    .collect();
+                if !pts.is_empty() {
+                    consumers.push((format!("{side}, {size}, {what}"), pts));
+                }
+            }
+        }
+    }
+    if !consumers.is_empty() {
+        plot_against(
+            &dir.join("growth_consumers.svg"),
+            "Consumers of one stream: latency and the producer's cost per frame",
+            ("consumer processes", &count),
+            "seconds (p50)",
+            &consumers,
+        )?;
+        plots.push("growth_consumers.svg");
+    }
+    let hosts: Vec<(f64, f64)> = growth
+        .hosts
+        .iter()
+        .map(|r| (r.hosts as f64, r.p50_per_hop_ns() / 1e9))
+        .collect();
+    if !hosts.is_empty() {
+        let start: Vec<(f64, f64)> = growth
+            .hosts
+            .iter()
+            .map(|r| (r.hosts as f64, r.start_ns / r.hosts as f64 / 1e9))
+            .collect();
+        plot_against(
+            &dir.join("growth_hosts.svg"),
+            "Hosts in one run: latency per hop and start per host",
+            ("hosts", &count),
+            "seconds",
+            &vec![
+                ("latency p50 per hop".to_owned(), hosts),
+                ("start to the first frame, per host".to_owned(), start),
+            ],
+        )?;
+        plots.push("growth_hosts.svg");
     }
     let mut starts: Series = Vec::new();
     for variant in [Variant::FastioRust, Variant::DoraPython] {
@@ -473,11 +528,7 @@ fn markdown(
     let allocations = !growth_allocations(groups).is_empty();
     let pipelines = sections.growth.markdown(plots);
     if allocations || !pipelines.is_empty() {
-        let _ = writeln!(
-            w,
-            "## How costs grow\n\nConsumers per stream (beside iceoryx2) and hosts per run \
-             are not measured yet.\n"
-        );
+        let _ = writeln!(w, "## How costs grow\n");
         growth_section(w, groups, plots);
         w.push_str(&pipelines);
     }
