@@ -546,30 +546,13 @@ impl Run<'_> {
             settle();
             return self.go_across(tools, across);
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| format!("create {}: {e}", self.dir.display()))?;
         let result = self.dir.join("result.txt");
+        let runner = self.runner(tools, &result)?;
         let mut cmd = Command::new("timeout");
-        cmd.args(["--signal=KILL", &RUN_LIMIT_SECS.to_string()]);
-        if self.variant == Variant::DoraPython {
-            let python = tools
-                .dora_python
-                .as_ref()
-                .ok_or("dora-rs is not installed")?;
-            let flow = self.dir.join("dataflow.yml");
-            std::fs::write(&flow, self.dora_dataflow(tools, python, &result))
-                .map_err(|e| format!("write {}: {e}", flow.display()))?;
-            let bin = python.parent().ok_or("venv without bin")?;
-            cmd.arg(bin.join("dora")).arg("run").arg(&flow);
-            let path = std::env::var("PATH").unwrap_or_default();
-            cmd.env("PATH", format!("{}:{path}", bin.display()));
-        } else {
-            let def = self.dir.join("pipeline.yaml");
-            std::fs::write(&def, self.pipeline(tools, &result))
-                .map_err(|e| format!("write {}: {e}", def.display()))?;
-            cmd.arg(&tools.fastio).arg("run").arg(&def);
-        }
+        cmd.args(["--signal=KILL", &RUN_LIMIT_SECS.to_string()])
+            .arg(runner.get_program())
+            .args(runner.get_args())
+            .envs(runner.get_envs().filter_map(|(k, v)| Some((k, v?))));
         cmd.current_dir(&self.dir);
         // A lossy recorder beside it, on and off in turns: windows of
         // `RECORDER_ON` recording, `RECORDER_OFF` not, until the run ends.
@@ -823,31 +806,8 @@ impl Run<'_> {
     /// first frame, and its peak resident memory (`VmHWM`, last read
     /// before it exited). Killed after [`RUN_LIMIT_SECS`].
     pub(crate) fn start_up(&self, tools: &Tools) -> Result<StartUp, String> {
-        let _ = std::fs::remove_dir_all(&self.dir);
-        std::fs::create_dir_all(&self.dir)
-            .map_err(|e| format!("create {}: {e}", self.dir.display()))?;
         let result = self.dir.join("result.txt");
-        let mut cmd;
-        if self.variant == Variant::DoraPython {
-            let python = tools
-                .dora_python
-                .as_ref()
-                .ok_or("dora-rs is not installed")?;
-            let flow = self.dir.join("dataflow.yml");
-            std::fs::write(&flow, self.dora_dataflow(tools, python, &result))
-                .map_err(|e| format!("write {}: {e}", flow.display()))?;
-            let bin = python.parent().ok_or("venv without bin")?;
-            cmd = Command::new(bin.join("dora"));
-            cmd.arg("run").arg(&flow);
-            let path = std::env::var("PATH").unwrap_or_default();
-            cmd.env("PATH", format!("{}:{path}", bin.display()));
-        } else {
-            let def = self.dir.join("pipeline.yaml");
-            std::fs::write(&def, self.pipeline(tools, &result))
-                .map_err(|e| format!("write {}: {e}", def.display()))?;
-            cmd = Command::new(&tools.fastio);
-            cmd.arg("run").arg(&def);
-        }
+        let mut cmd = self.runner(tools, &result)?;
         let log = self.dir.join("runner.log");
         let log =
             std::fs::File::create(&log).map_err(|e| format!("create {}: {e}", log.display()))?;
@@ -911,6 +871,38 @@ impl Run<'_> {
             runner_peak_kib: peak,
             frames: r.count,
         })
+    }
+
+    /// Makes the run's directory afresh with its definition (our pipeline
+    /// or dora-rs's dataflow, the sink writing to `result`), and the
+    /// command that runs it there (`fastio run` or `dora run`).
+    fn runner(&self, tools: &Tools, result: &Path) -> Result<Command, String> {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| format!("create {}: {e}", self.dir.display()))?;
+        let mut cmd;
+        if self.variant == Variant::DoraPython {
+            let python = tools
+                .dora_python
+                .as_ref()
+                .ok_or("dora-rs is not installed")?;
+            let flow = self.dir.join("dataflow.yml");
+            std::fs::write(&flow, self.dora_dataflow(tools, python, result))
+                .map_err(|e| format!("write {}: {e}", flow.display()))?;
+            let bin = python.parent().ok_or("venv without bin")?;
+            cmd = Command::new(bin.join("dora"));
+            cmd.arg("run").arg(&flow);
+            let path = std::env::var("PATH").unwrap_or_default();
+            cmd.env("PATH", format!("{}:{path}", bin.display()));
+        } else {
+            let def = self.dir.join("pipeline.yaml");
+            std::fs::write(&def, self.pipeline(tools, result))
+                .map_err(|e| format!("write {}: {e}", def.display()))?;
+            cmd = Command::new(&tools.fastio);
+            cmd.arg("run").arg(&def);
+        }
+        cmd.current_dir(&self.dir);
+        Ok(cmd)
     }
 
     /// The stages' names, in order: `stage` when there is one (the hosts

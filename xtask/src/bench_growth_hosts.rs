@@ -15,6 +15,7 @@ use std::process::{Command, Stdio};
 
 use crate::bench::human_time;
 use crate::bench_chain::{percentile, verdict, wall_ns};
+use crate::bench_hosts::ip;
 
 /// Hosts per run, in order.
 pub(crate) const HOST_COUNTS: [usize; 3] = [2, 3, 4];
@@ -44,22 +45,6 @@ impl HostRow {
     /// End-to-end p50 divided by the links a frame crosses.
     pub(crate) fn p50_per_hop_ns(&self) -> f64 {
         self.p50_ns / (self.hosts - 1) as f64
-    }
-}
-
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip")
-        .args(args)
-        .output()
-        .map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "ip {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ))
     }
 }
 

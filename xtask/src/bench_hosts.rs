@@ -98,7 +98,8 @@ pub(crate) struct Hosts {
 /// Host `a`'s address on the veth pair.
 pub(crate) const ADDR_A: &str = "10.78.0.1";
 
-fn ip(args: &[&str]) -> Result<(), String> {
+/// Runs `ip ARGS`; its error output when it fails.
+pub(crate) fn ip(args: &[&str]) -> Result<(), String> {
     let out = Command::new("ip")
         .args(args)
         .output()

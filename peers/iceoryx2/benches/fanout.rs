@@ -10,6 +10,8 @@
 
 #[path = "../../../crates/fastio/benches/fanout_common/mod.rs"]
 mod fanout_common;
+#[path = "run_files/mod.rs"]
+mod run_files;
 
 use std::mem::MaybeUninit;
 
@@ -18,39 +20,10 @@ use fanout_common::{
     produce, say_latencies, say_ready,
 };
 use iceoryx2::prelude::*;
-
-type S = ipc::Service;
-
-/// Names the prefix of this run's iceoryx2 files in the consumers.
-const PREFIX_ENV: &str = "FASTIO_PEER_FANOUT_IOX2_PREFIX";
-
-fn prefix() -> String {
-    std::env::var(PREFIX_ENV).unwrap_or_else(|_| format!("fastio_fanout_{}_", std::process::id()))
-}
-
-/// A node whose files carry this run's [`prefix`].
-fn node() -> Node<S> {
-    let mut config = Config::default();
-    config.global.prefix = FileName::new(prefix().as_bytes()).unwrap();
-    NodeBuilder::new().config(&config).create::<S>().unwrap()
-}
-
-/// Removes what iceoryx2 leaves of this run in `/dev/shm`.
-fn remove_leftovers() {
-    let prefix = prefix();
-    for entry in std::fs::read_dir("/dev/shm")
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        if entry.file_name().to_string_lossy().starts_with(&prefix) {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
-}
+use run_files::{PREFIX_ENV, node, prefix, remove_leftovers};
 
 fn service_name(size: usize, n: usize, what: &str) -> ServiceName {
-    format!("fastio-peer-fanout/{}/{size}/{n}/{what}", prefix())
+    format!("fastio-peer-fanout/{}/{size}/{n}/{what}", prefix("fanout"))
         .as_str()
         .try_into()
         .unwrap()
@@ -59,7 +32,7 @@ fn service_name(size: usize, n: usize, what: &str) -> ServiceName {
 /// The consumer: opens the services, says ready, takes every frame, gives
 /// its latencies.
 fn child(index: usize, size: usize) {
-    let node = node();
+    let node = node(&prefix("fanout"));
     let n: usize = std::env::var("FANOUT_N").unwrap().parse().unwrap();
     let data = node
         .service_builder(&service_name(size, n, "data"))
@@ -98,7 +71,7 @@ fn main() {
         child(index, size);
         return;
     }
-    let node = node();
+    let node = node(&prefix("fanout"));
     for (size, label) in SIZES {
         for n in COUNTS {
             let data = node
@@ -130,7 +103,7 @@ fn main() {
             let consumers = Consumers::start(
                 n,
                 size,
-                &[(PREFIX_ENV, prefix()), ("FANOUT_N", n.to_string())],
+                &[(PREFIX_ENV, prefix("fanout")), ("FANOUT_N", n.to_string())],
             );
             let mut producer = Vec::with_capacity(FRAMES as usize);
             let start = std::time::Instant::now();
@@ -168,5 +141,5 @@ fn main() {
         }
     }
     drop(node);
-    remove_leftovers();
+    remove_leftovers(&prefix("fanout"));
 }

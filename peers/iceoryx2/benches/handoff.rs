@@ -26,6 +26,8 @@
 
 #[path = "../../../crates/fastio/benches/handoff_common/mod.rs"]
 mod handoff_common;
+#[path = "run_files/mod.rs"]
+mod run_files;
 
 use std::hint::black_box;
 use std::mem::MaybeUninit;
@@ -41,40 +43,9 @@ use iceoryx2::port::notifier::Notifier;
 use iceoryx2::port::publisher::Publisher;
 use iceoryx2::port::subscriber::Subscriber;
 use iceoryx2::prelude::*;
+use run_files::{PREFIX_ENV, node, prefix, remove_leftovers};
 
 const WAIT: Duration = Duration::from_secs(60);
-
-/// Names the prefix of this run's iceoryx2 files in the consumer.
-const PREFIX_ENV: &str = "FASTIO_PEER_BENCH_IOX2_PREFIX";
-
-/// The prefix of every file iceoryx2 creates in this run (the producer's
-/// and the consumer's nodes share it), so that the run can remove what
-/// iceoryx2 leaves behind: its node-management segment outlives the last
-/// node in `/dev/shm`.
-fn prefix() -> String {
-    std::env::var(PREFIX_ENV).unwrap_or_else(|_| format!("fastio_bench_{}_", std::process::id()))
-}
-
-/// A node whose files carry this run's [`prefix`].
-fn node() -> Node<S> {
-    let mut config = Config::default();
-    config.global.prefix = FileName::new(prefix().as_bytes()).unwrap();
-    NodeBuilder::new().config(&config).create::<S>().unwrap()
-}
-
-/// Removes the files of this run's prefix from `/dev/shm`.
-fn remove_leftovers() {
-    let prefix = prefix();
-    for entry in std::fs::read_dir("/dev/shm")
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        if entry.file_name().to_string_lossy().starts_with(&prefix) {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
-}
 
 type Data = [u8];
 type S = ipc::Service;
@@ -330,7 +301,7 @@ struct ConsumerPorts {
 
 /// The consumer process: serves batches until told to quit.
 fn child(path: &str) {
-    let node = node();
+    let node = node(&prefix("bench"));
     let mut sock = connect(path);
     let mut ports: Option<ConsumerPorts> = None;
     let mut sum = 0u64;
@@ -381,8 +352,8 @@ fn main() {
         child(&path);
         return;
     }
-    let node = node();
-    let mut consumer = Consumer::start(&[(PREFIX_ENV, prefix())]);
+    let node = node(&prefix("bench"));
+    let mut consumer = Consumer::start(&[(PREFIX_ENV, prefix("bench"))]);
     let mut c = Criterion::default().configure_from_args();
     let mut g = c.benchmark_group("handoff");
     configure(&mut g);
@@ -394,6 +365,6 @@ fn main() {
     g.finish();
     drop(consumer);
     drop(node);
-    remove_leftovers();
+    remove_leftovers(&prefix("bench"));
     c.final_summary();
 }
