@@ -120,9 +120,15 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
         return Ok(());
     }
     if extra.first().is_some_and(|a| a == "growth") {
-        // `bench growth`: stages per chain and operators per pipeline,
-        // beside dora-rs.
-        let (growth, peers) = crate::bench_growth::run()?;
+        // `bench growth [consumers | stages | hosts | operators]`: how
+        // costs grow, all of it or one part.
+        let parts = match extra.get(1) {
+            None => crate::bench_growth::Part::ALL.to_vec(),
+            Some(w) => vec![crate::bench_growth::Part::named(w).ok_or_else(|| {
+                format!("bench growth: no part {w:?} (consumers, stages, hosts or operators)")
+            })?],
+        };
+        let (growth, peers) = crate::bench_growth::run(&parts)?;
         print!("{}", growth.markdown(&[]));
         for p in &peers {
             println!("peer {}: {}", p.name, p.status);
@@ -212,7 +218,7 @@ pub(crate) fn run(extra: &[String]) -> Result<(), String> {
     let mut growth = crate::bench_growth::Growth::default();
     if report {
         peers.extend(crate::bench_chain::run(report, &mut chain)?);
-        let (g, p) = crate::bench_growth::run()?;
+        let (g, p) = crate::bench_growth::run(&crate::bench_growth::Part::ALL)?;
         growth = g;
         peers.extend(p);
         peers.extend(crate::bench_hosts::run(&mut hosts)?);

@@ -1350,6 +1350,18 @@ pub(crate) fn run(report: bool, out: &mut String) -> Result<Vec<Peer>, String> {
     python_overhead(&tools, out)?;
     rss(&tools, out)?;
     recorders(&tools, out)?;
+    // The viewer beside the chain (issue 53), with Foxglove's protocol
+    // client from npm.
+    match crate::node::foxglove_client() {
+        Ok(_) => viewer(&tools, out)?,
+        Err(e) => {
+            let _ = writeln!(
+                out,
+                "\nThe viewer beside the chain was not measured: its Foxglove client could not be \
+                 installed ({e})."
+            );
+        }
+    }
     Ok(peers)
 }
 

@@ -173,7 +173,33 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Runs both parts; what they measured, and dora-rs's status as a peer.
-pub(crate) fn run() -> Result<(Growth, Vec<Peer>), String> {
+/// The parts of this bench (`cargo xtask bench growth [PART]`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Part {
+    Consumers,
+    Stages,
+    Hosts,
+    Starts,
+}
+
+impl Part {
+    /// Every part, in the order they run.
+    pub(crate) const ALL: [Part; 4] = [Part::Consumers, Part::Stages, Part::Hosts, Part::Starts];
+
+    /// The part a word names (`consumers`, `stages`, `hosts`, `operators`).
+    pub(crate) fn named(word: &str) -> Option<Part> {
+        match word {
+            "consumers" => Some(Part::Consumers),
+            "stages" => Some(Part::Stages),
+            "hosts" => Some(Part::Hosts),
+            "operators" => Some(Part::Starts),
+            _ => None,
+        }
+    }
+}
+
+/// Runs the parts `parts`; what they measured, and the peers' status.
+pub(crate) fn run(parts: &[Part]) -> Result<(Growth, Vec<Peer>), String> {
     crate::bench_chain::build_chain_binaries()?;
     let mut peers = Vec::new();
     let dora_python = crate::bench_chain::dora_peer(
@@ -187,10 +213,10 @@ pub(crate) fn run() -> Result<(Growth, Vec<Peer>), String> {
     );
     let tools = Tools::new(dora_python);
     let base = crate::bench::target_dir().join("bench-growth");
-    let mut growth = Growth {
-        consumers: fanout(&mut peers)?,
-        ..Growth::default()
-    };
+    let mut growth = Growth::default();
+    if parts.contains(&Part::Consumers) {
+        growth.consumers = fanout(&mut peers)?;
+    }
     for r in &growth.consumers {
         println!(
             "growth: {} consumers, {}, {}: producer {} latency p50 {} p99 {}",
@@ -202,7 +228,8 @@ pub(crate) fn run() -> Result<(Growth, Vec<Peer>), String> {
             human_time(r.latency_p99_ns)
         );
     }
-    for size in STAGE_SIZES {
+    for size in STAGE_SIZES.iter().filter(|_| parts.contains(&Part::Stages)) {
+        let size = *size;
         for variant in [Variant::FastioRust, Variant::DoraPython] {
             let counts: &[usize] = match variant {
                 Variant::DoraPython if tools.dora_python.is_none() => &[],
@@ -232,8 +259,13 @@ pub(crate) fn run() -> Result<(Growth, Vec<Peer>), String> {
             }
         }
     }
-    growth.hosts = crate::bench_growth_hosts::run(&tools.fastio, &tools.chainop)?;
-    for variant in [Variant::FastioRust, Variant::DoraPython] {
+    if parts.contains(&Part::Hosts) {
+        growth.hosts = crate::bench_growth_hosts::run(&tools.fastio, &tools.chainop)?;
+    }
+    for variant in [Variant::FastioRust, Variant::DoraPython]
+        .into_iter()
+        .filter(|_| parts.contains(&Part::Starts))
+    {
         let counts: &[usize] = match variant {
             Variant::DoraPython if tools.dora_python.is_none() => &[],
             Variant::DoraPython => &START_OPERATORS_DORA,
