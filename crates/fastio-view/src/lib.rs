@@ -268,7 +268,14 @@ impl Bucket {
 
 /// An operator's channel and its CPU seconds when last seen (for its
 /// CPU percentage).
-type OperatorChannel = (Arc<RawChannel>, Option<(f64, Instant)>);
+/// An operator's channel, its CPU seconds when last published, and its
+/// last message (published again at the run's end, for a client that
+/// subscribed after it went out).
+struct OperatorChannel {
+    channel: Arc<RawChannel>,
+    cpu: Option<(f64, Instant)>,
+    last: Option<String>,
+}
 
 struct Shared {
     ctx: Arc<foxglove::Context>,
@@ -463,8 +470,15 @@ impl Viewer {
                     &format!("operators/{}", op.name),
                     OPERATOR_SCHEMA,
                 ) {
-                    Ok(c) => {
-                        channels.insert(op.name.clone(), (c, None));
+                    Ok(channel) => {
+                        channels.insert(
+                            op.name.clone(),
+                            OperatorChannel {
+                                channel,
+                                cpu: None,
+                                last: None,
+                            },
+                        );
                     }
                     Err(e) => {
                         (self.shared.say)(format!("viewer: {e}"));
@@ -472,23 +486,25 @@ impl Viewer {
                     }
                 }
             }
-            let Some((channel, last)) = channels.get_mut(&op.name) else {
+            let Some(oc) = channels.get_mut(&op.name) else {
                 continue;
             };
             let now = Instant::now();
-            let cpu_percent = match (op.cpu_seconds, *last) {
+            let cpu_percent = match (op.cpu_seconds, oc.cpu) {
                 (Some(c), Some((c0, t0))) if now > t0 => {
                     Some(((c - c0).max(0.0) / now.duration_since(t0).as_secs_f64()) * 100.0)
                 }
                 _ => None,
             };
             if let Some(c) = op.cpu_seconds {
-                *last = Some((c, now));
+                oc.cpu = Some((c, now));
             }
-            if channel.has_sinks() {
-                let bytes = operator_json(op, cpu_percent).to_string();
-                channel.log_with_meta(bytes.as_bytes(), PartialMetadata::with_log_time(now_ns()));
+            let text = operator_json(op, cpu_percent).to_string();
+            if oc.channel.has_sinks() {
+                oc.channel
+                    .log_with_meta(text.as_bytes(), PartialMetadata::with_log_time(now_ns()));
             }
+            oc.last = Some(text);
         }
     }
 
@@ -498,8 +514,19 @@ impl Viewer {
         self.shared.log(level, name, text);
     }
 
-    /// Publishes the run's end on `run` (and as a last `log` line).
+    /// Publishes every operator's last numbers once more, then the run's
+    /// end on `run` (and as a last `log` line).
     pub fn end(&self, pipeline: &str, end: &RunEnd) {
+        // Every operator's last numbers once more, before the end: a
+        // client that subscribed to a channel after its numbers went out
+        // (an operator that finished early, a client slow to subscribe)
+        // still ends with them.
+        for oc in lock(&self.shared.operators).values() {
+            if let (Some(text), true) = (&oc.last, oc.channel.has_sinks()) {
+                oc.channel
+                    .log_with_meta(text.as_bytes(), PartialMetadata::with_log_time(now_ns()));
+            }
+        }
         let v = json!({
             "pipeline": pipeline,
             "ended": true,
