@@ -104,3 +104,45 @@ impl ShmEvent {
         result
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// One notify wakes every sleeper, not one of them: each of four
+    /// threads asleep on the event returns the new sequence long before its
+    /// 20 s timeout (with the count the kernel read as -1, three of them
+    /// slept until it).
+    #[test]
+    #[cfg_attr(miri, ignore = "futex system calls")]
+    fn one_notify_wakes_every_sleeper() {
+        let event = std::sync::Arc::new(ShmEvent::default());
+        let seen = event.current();
+        let sleepers: Vec<_> = (0..4)
+            .map(|_| {
+                let e = event.clone();
+                std::thread::spawn(move || {
+                    let t0 = Instant::now();
+                    (e.wait_while(seen, Duration::from_secs(20)), t0.elapsed())
+                })
+            })
+            .collect();
+        // Every sleeper counted (so asleep, or about to re-check).
+        let t0 = Instant::now();
+        while event.waiters.load(Ordering::SeqCst) < 4 {
+            assert!(
+                t0.elapsed() < Duration::from_secs(10),
+                "the sleepers never slept"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Give each time to enter the futex wait.
+        std::thread::sleep(Duration::from_millis(50));
+        let new = event.notify();
+        for s in sleepers {
+            let (got, took) = s.join().unwrap();
+            assert_eq!(got, Some(new), "a sleeper was not woken");
+            assert!(took < Duration::from_secs(10), "a sleeper slept {took:?}");
+        }
+    }
+}
