@@ -490,7 +490,7 @@ fn markdown(
          the producer writes one byte per page of each payload; the consumer reads one \
          byte per page (`_page`) or every byte (`_all`); a latency sample is one payload \
          at a time, acknowledged before the next (a round trip); a stream keeps at most \
-         4 payloads in flight. Each transport acknowledges its own way: the socket with a \
+         {STREAM_FRAMES_IN_FLIGHT} payloads in flight. Each transport acknowledges its own way: the socket with a \
          byte back, iceoryx2 with a sample on an acknowledgement service, fastio by the \
          consumer freeing what it took (the producer waits until the name is gone). \
          `baseline_memcpy` is one copy within one process.\n"
@@ -581,7 +581,7 @@ fn markdown(
     if !sections.beside.is_empty() {
         let _ = writeln!(
             w,
-            "## Beside the Python peers (TVM, numpy, Python)\n\n```text\n{}```\n",
+            "\n## Beside the Python peers (TVM, numpy, Python)\n\n```text\n{}```\n",
             sections.beside
         );
     }

@@ -109,6 +109,19 @@ unsafe fn row_copy<T: Prim>(
         unsafe { std::ptr::copy_nonoverlapping(src, dst, n * z as usize) };
         return;
     }
+    if ss == z && ds == z {
+        // Contiguous rows of the other byte order: the same swap with a
+        // stride the compiler knows, so it can swap many elements an
+        // instruction (1M `float32`, `ndobject/copy_f32/byteswapped`:
+        // 114 µs, was 334 µs element by element; numpy 2.4: 86 µs).
+        let (s, d) = (src.cast::<T>(), dst.cast::<T>());
+        for i in 0..n {
+            // SAFETY: as in `row_cast`; element `i` of each contiguous row
+            // is in bounds (caller), read and written unaligned.
+            unsafe { d.add(i).write_unaligned(s.add(i).read_unaligned().swap()) };
+        }
+        return;
+    }
     for i in 0..n as isize {
         // SAFETY: as in `row_cast`.
         unsafe {
