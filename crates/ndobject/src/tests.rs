@@ -151,6 +151,35 @@ fn unaligned_and_byte_swapped_views_read_correctly() {
 }
 
 #[test]
+#[cfg(target_endian = "little")]
+fn contiguous_rows_of_the_other_byte_order_swap_every_element() {
+    // Seven elements (not a multiple of a vector's width), aligned and one
+    // byte off, into native order: each element's bytes reversed (the
+    // big-endian bytes of a little-endian host's value).
+    fn check<const Z: usize>(name: &str, native: [u8; Z], count: usize) {
+        for offset in [0usize, 1] {
+            let mut raw = vec![0u8; offset];
+            let mut want = Vec::new();
+            for i in 0..count {
+                let mut e = native;
+                e[0] = e[0].wrapping_add(i as u8);
+                want.extend_from_slice(&e);
+                raw.extend(e.iter().rev());
+            }
+            let block = MemoryBlock::from_owner(raw);
+            let big = format!("big_endian[{name}]");
+            let a = Array::from_block(&block, offset, ty(&big), &[count]).unwrap();
+            let out = a.cast(&ty(name), M::None).unwrap();
+            assert_eq!(out.to_bytes().unwrap(), want, "{name} at offset {offset}");
+        }
+    }
+    check("uint16", 0x1234u16.to_ne_bytes(), 7);
+    check("int32", (-5i32).to_ne_bytes(), 7);
+    check("float32", 1.5f32.to_ne_bytes(), 7);
+    check("float64", (-2.25f64).to_ne_bytes(), 7);
+}
+
+#[test]
 fn casts_follow_as_semantics_and_error_modes() {
     let a = Array::from_slice(&[-1.5f64, 300.0, f64::NAN], &[3]).unwrap();
     let none = a.cast(&ty("uint8"), M::None).unwrap();
