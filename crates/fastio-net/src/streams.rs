@@ -39,14 +39,21 @@
 //! queued for a bridge.
 //!
 //! The end of a stream crosses as an end message after its last frame;
-//! a poisoned stream as a poison. A bridge that stops for any other reason
+//! a poisoned stream as a poison. Nothing is lost unseen when a link goes
+//! down and comes back (Zenoh drops what was on its way): a gap in the
+//! frames fails the stream on the consuming host; a forwarder waiting for
+//! credit says every [`SAY_AGAIN`] how many frames it sent
+//! ([`StreamMsg::Sent`]), so frames lost at the tail are found too; and
+//! it says the end (or poison) again every [`SAY_AGAIN`] until the
+//! consuming host is done. (The bridge, for its part, says its grant
+//! again when nothing comes.) A bridge that stops for any other reason
 //! (its run stopping, the producing host gone, a frame that is not what
 //! the stream takes) poisons its local stream: a consumer never mistakes a
 //! failure for the end.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 use dtype::Primitive;
@@ -63,6 +70,21 @@ use crate::wire::{MESSAGE_BYTES, STREAM_FIXED_BYTES, StreamMsg, encode_credit, e
 /// How long a forwarder or bridge waits before looking at the run's stop
 /// and the other host's liveness again.
 const POLL: Duration = Duration::from_millis(100);
+
+/// How often a forwarder waiting for credit says how many frames it sent,
+/// and a forwarder whose stream ended says its end again.
+const SAY_AGAIN: Duration = Duration::from_millis(250);
+
+/// What waiting for credit came to ([`Credit::wait_for`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Waited {
+    /// The frame may go.
+    Granted,
+    /// The run stops, or the consuming host is gone.
+    Stopped,
+    /// No credit came for the time allowed.
+    Silent,
+}
 
 /// What a message queued for a bridge is: its frames (or end, or poison)
 /// and their bytes, or why the sample could not be read.
@@ -145,21 +167,31 @@ impl Credit {
         l.saturating_sub(sent)
     }
 
-    /// Waits until frame `sent` may go; `Ok(false)` when `give_up` says to
-    /// stop first, an error when a credit message was refused.
-    fn wait_for(&self, sent: u64, give_up: &dyn Fn() -> bool) -> Result<bool, NetError> {
+    /// Waits until frame `sent` may go, at most `silence`; an error when a
+    /// credit message was refused.
+    fn wait_for(
+        &self,
+        sent: u64,
+        give_up: &dyn Fn() -> bool,
+        silence: Duration,
+    ) -> Result<Waited, NetError> {
+        let until = Instant::now() + silence;
         let mut l = self.limit.lock().unwrap_or_else(|e| e.into_inner());
         loop {
             self.refused()?;
             if sent < *l {
-                return Ok(true);
+                return Ok(Waited::Granted);
             }
             if give_up() {
-                return Ok(false);
+                return Ok(Waited::Stopped);
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(Waited::Silent);
             }
             l = self
                 .changed
-                .wait_timeout(l, POLL)
+                .wait_timeout(l, left.min(POLL))
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
@@ -371,6 +403,27 @@ impl Forwarder {
             .map_err(|e| NetError::Protocol(e.to_string()))
     }
 
+    /// Sends the stream's end (or poison), then says it again every
+    /// [`SAY_AGAIN`] until the consuming host is done (it cannot be before
+    /// its operators had the end), gone, or the run stops: an end lost
+    /// with a link that went down and came back would leave that host
+    /// waiting for it. A second end is ignored there.
+    fn last_word(&self, msg: StreamMsg) -> Result<(), NetError> {
+        self.send(std::slice::from_ref(&msg), ZBytes::new())?;
+        loop {
+            let until = Instant::now() + SAY_AGAIN;
+            while Instant::now() < until {
+                if self.give_up() || self.inner.host_done(&self.to) {
+                    return Ok(());
+                }
+                std::thread::sleep(POLL.min(until.saturating_duration_since(Instant::now())));
+            }
+            // Errors here are the link's going: the first send's result
+            // is the stream's.
+            let _ = self.send(std::slice::from_ref(&msg), ZBytes::new());
+        }
+    }
+
     fn forward(&mut self) -> Result<(), NetError> {
         let element = self.inner.pipeline.plan.entries[self.entry].element;
         // Every host has said its batch (forwarders start once all did).
@@ -389,9 +442,21 @@ impl Forwarder {
             }
             // Credit first: a frame is taken only when it may go at once,
             // so this consumer never holds more frames than are in flight
-            // (fewer than the depth, within `next`'s limit).
-            if !self.credit.wait_for(sent, &|| self.give_up())? {
-                return Ok(());
+            // (fewer than the depth, within `next`'s limit). While none
+            // comes, the consuming host hears how many frames were sent:
+            // should the last of them have been lost with the link, it
+            // would otherwise wait for them, and this for its credit.
+            match self.credit.wait_for(sent, &|| self.give_up(), SAY_AGAIN)? {
+                Waited::Granted => {}
+                Waited::Stopped => return Ok(()),
+                Waited::Silent => {
+                    let said = StreamMsg::Sent {
+                        element,
+                        frames: sent,
+                    };
+                    self.send(&[said], ZBytes::new())?;
+                    continue;
+                }
             }
             match self.consumer.next(Some(POLL)) {
                 Ok(Some(frame)) => {
@@ -456,14 +521,13 @@ impl Forwarder {
                 }
                 Ok(None) => {
                     let frames = self.consumer.next_seq();
-                    return self.send(&[StreamMsg::End { element, frames }], ZBytes::new());
+                    return self.last_word(StreamMsg::End { element, frames });
                 }
                 Err(FioError::StreamPoisoned { from_frame, .. }) => {
-                    let msg = StreamMsg::Poisoned {
+                    return self.last_word(StreamMsg::Poisoned {
                         element,
                         from: from_frame,
-                    };
-                    return self.send(&[msg], ZBytes::new());
+                    });
                 }
                 Err(FioError::StreamTimeout { .. }) => {}
                 // Zenoh still has the frames sent last (under
@@ -549,6 +613,10 @@ pub(crate) struct Placer {
     pub(crate) waited: bool,
     pub(crate) stop: Arc<AtomicBool>,
     pub(crate) placed: u64,
+    /// Under `drop-oldest`: frames the producing host said it sent that
+    /// never arrived (lost with a link that went down and came back; the
+    /// policy lets them go). Counted as placed for the credit.
+    pub(crate) skipped: u64,
     /// The limit granted last (the forwarder's first is the window's
     /// most).
     pub(crate) granted: u64,
@@ -604,6 +672,11 @@ impl Bridge {
     /// A message arrived (in Zenoh's callback): placed here when it can
     /// be at once, else handed to the thread ([`Bridge::run`]).
     pub(crate) fn arrived(&self, item: Incoming) {
+        // A forwarder's count of frames sent is said again while it waits:
+        // one that cannot be handled at once (messages before it still
+        // queued) is let go, and never fills the queue.
+        let said_sent =
+            matches!(&item, Ok(b) if matches!(b.msgs.as_slice(), [StreamMsg::Sent { .. }]));
         let item = match self.placer.try_lock() {
             Ok(mut p) if self.queued.load(Ordering::Acquire) == 0 => {
                 if p.ended {
@@ -615,7 +688,7 @@ impl Bridge {
                         // thread sends it, or waits for the consumers'
                         // releases to grant more (full: it is busy, and
                         // sends credit after what it handles).
-                        if p.credit_due() || p.placed >= p.granted {
+                        if p.credit_due() || p.arrived() >= p.granted {
                             let _ = self.tx.try_send(Work::Credit);
                         }
                         return;
@@ -625,6 +698,7 @@ impl Bridge {
                     Ok(Handled::NoSlot(item)) => item,
                 }
             }
+            _ if said_sent => return,
             _ => item,
         };
         if self.queued.fetch_add(1, Ordering::AcqRel) >= self.most_queued {
@@ -721,7 +795,7 @@ impl Bridge {
                     // the grant is said again (a credit message lost with
                     // a link that went down and came back would otherwise
                     // leave both sides waiting).
-                    if p.placed < p.granted {
+                    if p.arrived() < p.granted {
                         let (limit, publisher) = (p.granted, p.credit.clone());
                         let (inner, from) = (p.inner.clone(), p.from.clone());
                         drop(p);
@@ -869,9 +943,33 @@ impl Placer {
                     self.producer.poison();
                     return Ok(Handled::Ended(Ended::AsSent));
                 }
+                StreamMsg::Sent { frames, .. } => {
+                    self.sent(*frames)?;
+                    batch.next += 1;
+                }
             }
         }
         Ok(Handled::Placed)
+    }
+
+    /// The producing host said it sent `frames` frames and waits for
+    /// credit (every message before it, in order, was handled): any of
+    /// them not here was lost on the link. Under `block` that fails the
+    /// stream, as a gap does; under `drop-oldest` they are let go and
+    /// counted as placed, so credit goes on.
+    fn sent(&mut self, frames: u64) -> Result<(), NetError> {
+        if self.drop_oldest {
+            let here = self.placed + self.skipped;
+            self.skipped += frames.saturating_sub(here);
+            return Ok(());
+        }
+        check_sent(self.last, frames)
+    }
+
+    /// Frames here: placed, and under `drop-oldest` those lost on the
+    /// link too ([`Placer::skipped`]).
+    fn arrived(&self) -> u64 {
+        self.placed + self.skipped
     }
 
     /// The limit the bridge would grant now, its consumers having
@@ -879,7 +977,7 @@ impl Placer {
     /// `drop-oldest`, frames placed plus the window).
     fn limit(&self, released: u64) -> u64 {
         let from = if self.drop_oldest {
-            self.placed
+            self.arrived()
         } else {
             released
         };
@@ -897,7 +995,8 @@ impl Placer {
     /// Whether granting `limit` is due (see [`Placer::credit_due`]).
     fn due(&self, limit: u64) -> bool {
         limit > self.granted
-            && (limit - self.granted >= self.window.now.div_ceil(2) || self.placed >= self.granted)
+            && (limit - self.granted >= self.window.now.div_ceil(2)
+                || self.arrived() >= self.granted)
     }
 
     /// Adapts the window, then the limit to send, if credit is due
@@ -1046,7 +1145,24 @@ fn check_batch(element: Primitive, batch: &Batch) -> Result<(), NetError> {
     Ok(())
 }
 
-/// A frame's dimensions.
+/// Under `block`, the producing host said it sent `frames` frames, the
+/// last here being `last`: every one of them must be here
+/// ([`StreamMsg::Sent`]).
+fn check_sent(last: Option<u64>, frames: u64) -> Result<(), NetError> {
+    let next = last.map_or(0, |l| l.saturating_add(1));
+    match next.cmp(&frames) {
+        std::cmp::Ordering::Equal => Ok(()),
+        std::cmp::Ordering::Less => Err(NetError::Protocol(format!(
+            "frames {next} to {} never arrived (lost on the link)",
+            frames - 1
+        ))),
+        std::cmp::Ordering::Greater => Err(NetError::Protocol(format!(
+            "{frames} frames said sent after frame {} arrived",
+            next - 1
+        ))),
+    }
+}
+
 /// Every header of a message is of the stream's element type.
 fn check_element(element: Primitive, msgs: &[StreamMsg]) -> Result<(), NetError> {
     for msg in msgs {
@@ -1061,6 +1177,9 @@ fn check_element(element: Primitive, msgs: &[StreamMsg]) -> Result<(), NetError>
         }
         | StreamMsg::Part {
             element: sent_as, ..
+        }
+        | StreamMsg::Sent {
+            element: sent_as, ..
         }) = msg;
         if *sent_as != element {
             return Err(NetError::Protocol(format!(
@@ -1071,6 +1190,7 @@ fn check_element(element: Primitive, msgs: &[StreamMsg]) -> Result<(), NetError>
     Ok(())
 }
 
+/// A frame's dimensions.
 fn frame_dims(shape: &[u64]) -> Result<Vec<usize>, NetError> {
     shape
         .iter()
@@ -1238,6 +1358,54 @@ mod tests {
         w.grow();
         w.grow();
         assert_eq!(w.now, 12);
+    }
+
+    #[test]
+    fn frames_said_sent_must_all_be_here() {
+        assert!(check_sent(None, 0).is_ok(), "nothing sent, nothing here");
+        assert!(check_sent(Some(1_440), 1_441).is_ok());
+        let lost = check_sent(Some(1_436), 1_441).unwrap_err().to_string();
+        assert!(
+            lost.contains("frames 1437 to 1440 never arrived (lost on the link)"),
+            "{lost}"
+        );
+        let first = check_sent(None, 2).unwrap_err().to_string();
+        assert!(first.contains("frames 0 to 1 never arrived"), "{first}");
+        let ahead = check_sent(Some(9), 5).unwrap_err().to_string();
+        assert!(
+            ahead.contains("5 frames said sent after frame 9 arrived"),
+            "{ahead}"
+        );
+    }
+
+    #[test]
+    fn waiting_for_credit_ends_granted_stopped_or_silent() {
+        let credit = Arc::new(Credit::new(4));
+        let never = || false;
+        let wait = |c: &Credit, sent, give_up: &dyn Fn() -> bool, ms| {
+            c.wait_for(sent, give_up, Duration::from_millis(ms))
+                .unwrap()
+        };
+        assert_eq!(wait(&credit, 3, &never, 0), Waited::Granted);
+        let t = Instant::now();
+        assert_eq!(wait(&credit, 4, &never, 150), Waited::Silent);
+        assert!(t.elapsed() >= Duration::from_millis(150));
+        assert_eq!(wait(&credit, 4, &|| true, 5_000), Waited::Stopped);
+        // A grant from another thread ends the wait at once.
+        let c2 = credit.clone();
+        let granter = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            c2.update(6);
+        });
+        let t = Instant::now();
+        assert_eq!(wait(&credit, 5, &never, 5_000), Waited::Granted);
+        assert!(t.elapsed() < Duration::from_secs(5));
+        granter.join().unwrap();
+        // A smaller limit said later changes nothing.
+        credit.update(2);
+        assert_eq!(wait(&credit, 5, &never, 0), Waited::Granted);
+        credit.refuse("an 8-byte credit".into());
+        assert!(credit.wait_for(9, &never, Duration::ZERO).is_err());
     }
 
     #[test]

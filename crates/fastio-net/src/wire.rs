@@ -42,9 +42,10 @@ pub const MAGIC: [u8; 4] = *b"FIOX";
 /// The version of stream message headers and credit messages this crate
 /// writes and reads (2: frames larger than a message cross in parts; 3:
 /// credit grants a limit, what the consuming host's consumers released
-/// plus the crossing's window, [`encode_credit`]). A peer of another
-/// version is refused with one line, never misread.
-pub const VERSION: u8 = 3;
+/// plus the crossing's window, [`encode_credit`]; 4: a producing host
+/// waiting for credit says how many frames it sent, [`StreamMsg::Sent`]).
+/// A peer of another version is refused with one line, never misread.
+pub const VERSION: u8 = 4;
 /// The version of entry piece headers ([`ChunkHeader`]) this crate writes
 /// and reads (2: the entry's key in the header).
 pub const CHUNK_VERSION: u8 = 2;
@@ -372,12 +373,12 @@ pub const STREAM_FIXED_BYTES: usize = 48;
 /// | offset | size | field |
 /// |---|---|---|
 /// | 0 | 4 | magic `FIOF` |
-/// | 4 | 1 | version, 3 |
-/// | 5 | 1 | what: 0 frame, 1 end, 2 poisoned, 3 part of a frame |
+/// | 4 | 1 | version, 4 |
+/// | 5 | 1 | what: 0 frame, 1 end, 2 poisoned, 3 part of a frame, 4 sent |
 /// | 6 | 1 | number of dimensions `n` (0 but for a frame) |
 /// | 7 | 1 | 0 |
 /// | 8 | 16 | element type name, ASCII, padded with NUL |
-/// | 24 | 8 | frame, part: the frame's number in the producer's stream; end: frames in all; poisoned: the first frame that will not come |
+/// | 24 | 8 | frame, part: the frame's number in the producer's stream; end, sent: frames in all; poisoned: the first frame that will not come |
 /// | 32 | 8 | frame: the number of the source frame it derives from; part: the offset of its bytes in the frame; else 0 |
 /// | 40 | 8 | frame: when that source frame was taken (ns since the Unix epoch); else 0 |
 /// | 48 | 8 × n | frame: its shape |
@@ -430,6 +431,16 @@ pub enum StreamMsg {
         /// Where the part's bytes go in the frame.
         offset: u64,
     },
+    /// The producing host sent `frames` frames in all and waits for
+    /// credit to send more: said while it waits, so that frames lost with
+    /// a link that went down and came back are found (the consuming host
+    /// has fewer), never waited for on both sides.
+    Sent {
+        /// The stream's element type.
+        element: Primitive,
+        /// Frames sent in all.
+        frames: u64,
+    },
 }
 
 fn put_name(b: &mut Vec<u8>, element: Primitive) {
@@ -479,6 +490,7 @@ impl StreamMsg {
                 seq,
                 offset,
             } => (3, *element, *seq, *offset, 0, &[]),
+            StreamMsg::Sent { element, frames } => (4, *element, *frames, 0, 0, &[]),
         };
         let mut b = Vec::with_capacity(STREAM_FIXED_BYTES + 8 * shape.len());
         b.extend_from_slice(&STREAM_MAGIC);
@@ -494,8 +506,9 @@ impl StreamMsg {
     }
 
     /// Reads and checks a header: magic, version, what, element name,
-    /// dimensions (a frame's bytes must not overflow; an end, a poison or
-    /// a part has none, and no source: a part's offset aside, zero).
+    /// dimensions (a frame's bytes must not overflow; an end, a poison, a
+    /// part or a sent has none, and no source: a part's offset aside,
+    /// zero).
     pub fn decode(b: &[u8]) -> Result<StreamMsg, WireError> {
         let h = Header::read(b, STREAM_MAGIC, VERSION, STREAM_FIXED_BYTES, false)?;
         let (a, src, ts) = (h.word(24), h.word(32), h.word(40));
@@ -503,7 +516,7 @@ impl StreamMsg {
         let ndim = shape.len();
         if code != 0 && (ndim != 0 || (src != 0 && code != 3) || ts != 0) {
             return Err(WireError::Field(
-                "an end, a poison or a part has no shape and no source".into(),
+                "an end, a poison, a part or a sent has no shape and no source".into(),
             ));
         }
         match code {
@@ -525,6 +538,7 @@ impl StreamMsg {
                 seq: a,
                 offset: src,
             }),
+            4 => Ok(StreamMsg::Sent { element, frames: a }),
             w => Err(WireError::Field(format!("stream message kind {w}"))),
         }
     }
@@ -538,8 +552,8 @@ impl StreamMsg {
     }
 
     /// Reads the attachment of a stream message: one header, or the
-    /// headers of several frames one after another (an end, a poison or a
-    /// part comes alone). Every header is checked as by
+    /// headers of several frames one after another (an end, a poison, a
+    /// part or a sent comes alone). Every header is checked as by
     /// [`StreamMsg::decode`].
     pub fn decode_all(b: &[u8]) -> Result<Vec<StreamMsg>, WireError> {
         let mut msgs = Vec::new();
@@ -557,7 +571,7 @@ impl StreamMsg {
             let msg = StreamMsg::decode(&rest[..len.min(rest.len())])?;
             if !matches!(msg, StreamMsg::Frame { .. }) && (at > 0 || len != rest.len()) {
                 return Err(WireError::Field(
-                    "an end, a poison or a part comes alone, not among frames".into(),
+                    "an end, a poison, a part or a sent comes alone, not among frames".into(),
                 ));
             }
             msgs.push(msg);
@@ -882,6 +896,10 @@ mod tests {
                 seq: 7,
                 offset: 63_432,
             },
+            StreamMsg::Sent {
+                element: Primitive::UInt32,
+                frames: 1_441,
+            },
         ];
         for m in &msgs {
             assert_eq!(&StreamMsg::decode(&m.encode()).unwrap(), m);
@@ -890,8 +908,22 @@ mod tests {
         let b = frame.encode();
         assert_eq!(b.len(), STREAM_FIXED_BYTES + 16);
         let mut bad = b.clone();
-        bad[5] = 4;
+        bad[5] = 5;
         assert!(StreamMsg::decode(&bad).is_err(), "unknown kind");
+        let mut bad = b.clone();
+        bad[5] = 4;
+        assert!(StreamMsg::decode(&bad).is_err(), "a sent with a shape");
+        // A sent comes alone, and a version-3 peer's message is refused.
+        assert!(
+            StreamMsg::decode_all(&StreamMsg::encode_all(&[frame.clone(), msgs[4].clone()]))
+                .is_err()
+        );
+        let mut old = msgs[4].encode();
+        old[4] = 3;
+        assert!(matches!(
+            StreamMsg::decode(&old),
+            Err(WireError::Version { got: 3, reads: 4 })
+        ));
         let mut bad = b.clone();
         bad[5] = 3;
         assert!(StreamMsg::decode(&bad).is_err(), "a part with a shape");
@@ -972,7 +1004,7 @@ mod tests {
         old[4] = 2;
         assert!(matches!(
             decode_credit(&old),
-            Err(WireError::Version { got: 2, reads: 3 })
+            Err(WireError::Version { got: 2, reads: 4 })
         ));
         let mut stray = encode_credit(42);
         stray[6] = 1;

@@ -459,6 +459,7 @@ impl ZenohLink {
                         waited: false,
                         stop: self.stop.clone(),
                         placed: 0,
+                        skipped: 0,
                         granted: window,
                         last: None,
                         partial: None,

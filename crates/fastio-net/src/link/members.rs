@@ -409,6 +409,11 @@ impl Inner {
     pub(crate) fn host_gone(&self, host: &str) -> bool {
         self.lock().lost.contains(host)
     }
+
+    /// Whether `host` said it is done (its run there ended).
+    pub(crate) fn host_done(&self, host: &str) -> bool {
+        self.lock().done.contains_key(host)
+    }
 }
 
 /// A failure another host sent (one line of JSON), naming that host for
