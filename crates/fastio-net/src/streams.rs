@@ -43,10 +43,11 @@
 //! down and comes back (Zenoh drops what was on its way): a gap in the
 //! frames fails the stream on the consuming host; a forwarder waiting for
 //! credit says every [`SAY_AGAIN`] how many frames it sent
-//! ([`StreamMsg::Sent`]), so frames lost at the tail are found too; and
-//! it says the end (or poison) again every [`SAY_AGAIN`] until the
-//! consuming host is done. (The bridge, for its part, says its grant
-//! again when nothing comes.) A bridge that stops for any other reason
+//! ([`StreamMsg::Sent`]): frames lost at the tail are found, and the
+//! bridge answers with its grant (after a flap the bridge's own grants,
+//! said again when nothing comes, were seen never to arrive until the
+//! producing host wrote on the link); and it says the end (or poison)
+//! again every [`SAY_AGAIN`] until the consuming host is done. A bridge that stops for any other reason
 //! (its run stopping, the producing host gone, a frame that is not what
 //! the stream takes) poisons its local stream: a consumer never mistakes a
 //! failure for the end.
@@ -407,7 +408,8 @@ impl Forwarder {
     /// [`SAY_AGAIN`] until the consuming host is done (it cannot be before
     /// its operators had the end), gone, or the run stops: an end lost
     /// with a link that went down and came back would leave that host
-    /// waiting for it. A second end is ignored there.
+    /// waiting for it. A second end is ignored there (and let go while
+    /// one is queued: [`Bridge::arrived`]).
     fn last_word(&self, msg: StreamMsg) -> Result<(), NetError> {
         self.send(std::slice::from_ref(&msg), ZBytes::new())?;
         loop {
@@ -580,6 +582,12 @@ pub(crate) struct Bridge {
     rx: Receiver<Work>,
     /// Set when more arrived than the credit allows.
     overrun: AtomicBool,
+    /// An end (or poison) is queued: one said again meanwhile is let go,
+    /// so the queue holds at most one.
+    end_queued: AtomicBool,
+    /// A [`Work::Credit`] is on its way to the thread: no other is sent
+    /// (the thread may be waiting for releases, not reading its queue).
+    credit_queued: AtomicBool,
 }
 
 /// What the bridge's thread is handed.
@@ -617,6 +625,10 @@ pub(crate) struct Placer {
     /// never arrived (lost with a link that went down and came back; the
     /// policy lets them go). Counted as placed for the credit.
     pub(crate) skipped: u64,
+    /// The producing host said how many frames it sent ([`StreamMsg::Sent`])
+    /// since the last credit went out: it waits for credit, and is
+    /// answered with the grant even if no new one is due.
+    pub(crate) probed: bool,
     /// The limit granted last (the forwarder's first is the window's
     /// most).
     pub(crate) granted: u64,
@@ -656,7 +668,8 @@ impl Bridge {
     /// thread.
     pub(crate) fn new(placer: Placer, window: u64, per_frame: usize) -> Bridge {
         // Unbounded: what may be queued is bounded by `most_queued`
-        // (a window of frames, and the end), and credit calls are few.
+        // (a window of frames, and the end: one, [`Bridge::end_queued`]),
+        // and credit calls are one at a time ([`Bridge::credit_queued`]).
         let (tx, rx) = crossbeam_channel::unbounded::<Work>();
         let window = usize::try_from(window).unwrap_or(usize::MAX);
         Bridge {
@@ -666,17 +679,26 @@ impl Bridge {
             tx,
             rx,
             overrun: AtomicBool::new(false),
+            end_queued: AtomicBool::new(false),
+            credit_queued: AtomicBool::new(false),
         }
     }
 
     /// A message arrived (in Zenoh's callback): placed here when it can
     /// be at once, else handed to the thread ([`Bridge::run`]).
     pub(crate) fn arrived(&self, item: Incoming) {
-        // A forwarder's count of frames sent is said again while it waits:
-        // one that cannot be handled at once (messages before it still
-        // queued) is let go, and never fills the queue.
-        let said_sent =
-            matches!(&item, Ok(b) if matches!(b.msgs.as_slice(), [StreamMsg::Sent { .. }]));
+        // A forwarder's count of frames sent is said again while it waits,
+        // and its end until this host is done: a count that cannot be
+        // handled at once (messages before it still queued) is let go, an
+        // end while one is queued too; neither ever fills the queue.
+        let lone = match &item {
+            Ok(b) => match b.msgs.as_slice() {
+                [StreamMsg::Sent { .. }] => Some(true),
+                [StreamMsg::End { .. } | StreamMsg::Poisoned { .. }] => Some(false),
+                _ => None,
+            },
+            Err(_) => None,
+        };
         let item = match self.placer.try_lock() {
             Ok(mut p) if self.queued.load(Ordering::Acquire) == 0 => {
                 if p.ended {
@@ -688,7 +710,9 @@ impl Bridge {
                         // thread sends it, or waits for the consumers'
                         // releases to grant more (full: it is busy, and
                         // sends credit after what it handles).
-                        if p.credit_due() || p.arrived() >= p.granted {
+                        if (p.credit_due() || p.arrived() >= p.granted || p.probed)
+                            && !self.credit_queued.swap(true, Ordering::AcqRel)
+                        {
                             let _ = self.tx.try_send(Work::Credit);
                         }
                         return;
@@ -698,7 +722,8 @@ impl Bridge {
                     Ok(Handled::NoSlot(item)) => item,
                 }
             }
-            _ if said_sent => return,
+            _ if lone == Some(true) => return,
+            _ if lone == Some(false) && self.end_queued.swap(true, Ordering::AcqRel) => return,
             _ => item,
         };
         if self.queued.fetch_add(1, Ordering::AcqRel) >= self.most_queued {
@@ -715,7 +740,11 @@ impl Bridge {
     fn send_credit(&self) {
         let due = {
             let mut p = self.placer.lock().unwrap_or_else(|e| e.into_inner());
+            // The producing host said it waits: the grant is said again if
+            // no new one is due (it may not have the last).
+            let probed = std::mem::take(&mut p.probed);
             p.grant()
+                .or((probed && !p.ended).then_some(p.granted))
                 .map(|limit| (limit, p.credit.clone(), p.inner.clone(), p.from.clone()))
         };
         if let Some((limit, publisher, inner, from)) = due {
@@ -769,6 +798,7 @@ impl Bridge {
             }
             let got = match self.rx.recv_timeout(POLL) {
                 Ok(Work::Credit) => {
+                    self.credit_queued.store(false, Ordering::Release);
                     self.send_credit();
                     continue;
                 }
@@ -932,7 +962,13 @@ impl Placer {
                         self.placed += 1;
                     }
                 }
-                StreamMsg::End { .. } => {
+                StreamMsg::End { frames, .. } => {
+                    // Under `block` every frame crosses: an end after fewer
+                    // (the last frames lost with the link, the end said
+                    // again) is never passed on as a whole stream.
+                    if !self.drop_oldest {
+                        check_sent(self.last, *frames)?;
+                    }
                     self.producer
                         .end()
                         .map_err(|e| NetError::Protocol(e.to_string()))?;
@@ -958,6 +994,7 @@ impl Placer {
     /// stream, as a gap does; under `drop-oldest` they are let go and
     /// counted as placed, so credit goes on.
     fn sent(&mut self, frames: u64) -> Result<(), NetError> {
+        self.probed = true;
         if self.drop_oldest {
             let here = self.placed + self.skipped;
             self.skipped += frames.saturating_sub(here);

@@ -360,7 +360,7 @@ pub const STREAM_FIXED_BYTES: usize = 48;
 /// One message of a stream that crosses hosts, on
 /// `<run>/stream/<operator>/<output>/<host>` (one key per consuming host).
 /// The attachment is this header (little-endian); a frame's payload is its
-/// bytes (`shape` elements of `element`), an end's or poison's is empty.
+/// bytes (`shape` elements of `element`), an end's, poison's or sent's is empty.
 /// A message may carry several frames (those waiting when the first was
 /// sent): its attachment is their headers one after another, its payload
 /// their bytes in the same order ([`StreamMsg::decode_all`]). A frame

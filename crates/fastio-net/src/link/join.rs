@@ -460,6 +460,7 @@ impl ZenohLink {
                         stop: self.stop.clone(),
                         placed: 0,
                         skipped: 0,
+                        probed: false,
                         granted: window,
                         last: None,
                         partial: None,

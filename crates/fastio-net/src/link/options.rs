@@ -22,6 +22,18 @@ pub(super) const ENTRY_RX_BUFFER_BYTES: usize = 4 * 65_535;
 pub(super) const STREAM_RX_BUFFER_BYTES: usize = 64 * 65_535;
 const _: () = assert!(ENTRY_RX_BUFFER_BYTES < STREAM_RX_BUFFER_BYTES);
 
+/// The first wait before connecting again to a host that did not answer
+/// (Zenoh's default: 1 s). Hosts are started together by launchers and
+/// tests, and one that connected before its peer listened joined 0.5–1 s
+/// late (`cargo xtask bench growth hosts`: 1.03 s to the first frame with
+/// two hosts in some rounds, 37 ms in others; 36–93 ms with 2–4 hosts
+/// with this and no `scouting/delay`).
+pub(super) const CONNECT_RETRY_FIRST_MS: u64 = 50;
+
+/// The longest wait between two tries (doubled from the first; Zenoh's
+/// default: 4 s): a host started late is found within a second of it.
+pub(super) const CONNECT_RETRY_MAX_MS: u64 = 1000;
+
 /// Sets `key` of a Zenoh configuration to `value` (json5); the key and
 /// value in the error.
 fn set_json(c: &mut zenoh::Config, key: &str, value: &str) -> Result<(), NetError> {
@@ -266,13 +278,22 @@ impl NetOptions {
             // batches while earlier ones are written (`cargo xtask bench
             // hosts`; about 1 MiB more memory a link).
             set("transport/link/tx/queue/size/data", "16".into())?;
-            // Opening the session does not wait for its peers (Zenoh's
-            // `scouting/delay`, 500 ms by default; the join waits for
-            // every host itself). Zenoh's retry of a refused connection
-            // (1 s, up to 4 s) is kept: with 50 ms the 300-round soak had
-            // its only hang, in a flap (docs/hosts.md, *One command per
-            // host*).
+            // A host that connects before its peer listens tries again
+            // after 50 ms, then twice as long each time up to 1 s (Zenoh's
+            // defaults: 1 s, up to 4 s), and opening the session does not
+            // wait for its peers (Zenoh's `scouting/delay`, 500 ms by
+            // default; the join waits for every host itself): hosts
+            // started together join in tens of milliseconds instead of
+            // 0.5–1 s, and one started late is found within a second
+            // (docs/hosts.md, *One command per host*).
             set("scouting/delay", "0".into())?;
+            set(
+                "connect/retry",
+                format!(
+                    "{{ period_init_ms: {CONNECT_RETRY_FIRST_MS}, period_max_ms: \
+                     {CONNECT_RETRY_MAX_MS}, period_increase_factor: 2 }}"
+                ),
+            )?;
             set(
                 "transport/link/rx/buffer_size",
                 ENTRY_RX_BUFFER_BYTES.to_string(),
@@ -363,11 +384,29 @@ mod tests {
     }
 
     #[test]
-    fn a_session_opens_without_waiting_for_its_peers() {
+    fn hosts_try_again_soon_after_a_refused_connection() {
         let mut o = NetOptions::new("a");
         o.connect = vec!["tcp/127.0.0.1:7447".into()];
         let c = o.zenoh_config().unwrap();
         assert_eq!(c.get_json("scouting/delay").expect("set"), "0");
+        let retry = c.get_json("connect/retry").expect("set");
+        // As Zenoh reads it back: `{"period_init_ms":50,...}`.
+        for (key, want) in [
+            ("period_init_ms", CONNECT_RETRY_FIRST_MS.to_string()),
+            ("period_max_ms", CONNECT_RETRY_MAX_MS.to_string()),
+            ("period_increase_factor", "2".to_string()),
+        ] {
+            let at = retry.find(&format!("\"{key}\":")).expect(&retry) + key.len() + 3;
+            let value: String = retry[at..]
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            assert_eq!(
+                value.parse::<f64>(),
+                want.parse::<f64>(),
+                "{key} in {retry}"
+            );
+        }
     }
 
     #[test]
