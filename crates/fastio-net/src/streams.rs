@@ -38,19 +38,19 @@
 //! thread never waits: at most a window of frames (plus the end) is ever
 //! queued for a bridge.
 //!
-//! The end of a stream crosses as an end message after its last frame;
-//! a poisoned stream as a poison. Nothing is lost unseen when a link goes
+//! The end of a stream crosses as an end message after its last frame; a
+//! poisoned stream as a poison. Nothing is lost unseen when a link goes
 //! down and comes back (Zenoh drops what was on its way): a gap in the
 //! frames fails the stream on the consuming host; a forwarder waiting for
 //! credit says every [`SAY_AGAIN`] how many frames it sent
-//! ([`StreamMsg::Sent`]): frames lost at the tail are found, and the
-//! bridge answers with its grant (after a flap the bridge's own grants,
-//! said again when nothing comes, were seen never to arrive until the
-//! producing host wrote on the link); and it says the end (or poison)
-//! again every [`SAY_AGAIN`] until the consuming host is done. A bridge that stops for any other reason
-//! (its run stopping, the producing host gone, a frame that is not what
-//! the stream takes) poisons its local stream: a consumer never mistakes a
-//! failure for the end.
+//! ([`StreamMsg::Sent`]): frames lost at the tail are found, and the bridge
+//! answers with its grant (after a flap the bridge's own grants, said again
+//! when nothing comes, were seen never to arrive until the producing host
+//! wrote on the link); and it says the end (or poison) again every
+//! [`SAY_AGAIN`] until the consuming host is done. A bridge that stops for
+//! any other reason (its run stopping, the producing host gone, a frame
+//! that is not what the stream takes) poisons its local stream: a consumer
+//! never mistakes a failure for the end.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -691,14 +691,9 @@ impl Bridge {
         // and its end until this host is done: a count that cannot be
         // handled at once (messages before it still queued) is let go, an
         // end while one is queued too; neither ever fills the queue.
-        let lone = match &item {
-            Ok(b) => match b.msgs.as_slice() {
-                [StreamMsg::Sent { .. }] => Some(true),
-                [StreamMsg::End { .. } | StreamMsg::Poisoned { .. }] => Some(false),
-                _ => None,
-            },
-            Err(_) => None,
-        };
+        let msgs = item.as_ref().map_or(&[][..], |b| b.msgs.as_slice());
+        let said_sent = matches!(msgs, [StreamMsg::Sent { .. }]);
+        let said_end = matches!(msgs, [StreamMsg::End { .. } | StreamMsg::Poisoned { .. }]);
         let item = match self.placer.try_lock() {
             Ok(mut p) if self.queued.load(Ordering::Acquire) == 0 => {
                 if p.ended {
@@ -722,8 +717,8 @@ impl Bridge {
                     Ok(Handled::NoSlot(item)) => item,
                 }
             }
-            _ if lone == Some(true) => return,
-            _ if lone == Some(false) && self.end_queued.swap(true, Ordering::AcqRel) => return,
+            _ if said_sent => return,
+            _ if said_end && self.end_queued.swap(true, Ordering::AcqRel) => return,
             _ => item,
         };
         if self.queued.fetch_add(1, Ordering::AcqRel) >= self.most_queued {
@@ -928,13 +923,11 @@ impl Placer {
                     // Under `block` every frame crosses, numbered one
                     // after another: a gap is frames lost with a link that
                     // went down and came back, never passed on as a
-                    // stream that looks whole.
-                    let next = self.last.map_or(0, |l| l.saturating_add(1));
-                    if !self.drop_oldest && seq != next {
-                        return Err(NetError::Protocol(format!(
-                            "frames {next} to {} never arrived (lost on the link)",
-                            seq.saturating_sub(1)
-                        )));
+                    // stream that looks whole (frame `seq` says `seq`
+                    // frames came before it; an earlier one was refused
+                    // above).
+                    if !self.drop_oldest {
+                        check_sent(self.last, seq)?;
                     }
                     let dims = frame_dims(shape)?;
                     let len = entry_bytes(element, shape).unwrap_or(0) as usize;
@@ -1182,9 +1175,9 @@ fn check_batch(element: Primitive, batch: &Batch) -> Result<(), NetError> {
     Ok(())
 }
 
-/// Under `block`, the producing host said it sent `frames` frames, the
-/// last here being `last`: every one of them must be here
-/// ([`StreamMsg::Sent`]).
+/// Under `block`, `frames` frames were sent before now (a *sent* count, an
+/// end's count, or a frame's own number), the last here being `last`:
+/// every one of them must be here.
 fn check_sent(last: Option<u64>, frames: u64) -> Result<(), NetError> {
     let next = last.map_or(0, |l| l.saturating_add(1));
     match next.cmp(&frames) {

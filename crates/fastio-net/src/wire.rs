@@ -360,15 +360,16 @@ pub const STREAM_FIXED_BYTES: usize = 48;
 /// One message of a stream that crosses hosts, on
 /// `<run>/stream/<operator>/<output>/<host>` (one key per consuming host).
 /// The attachment is this header (little-endian); a frame's payload is its
-/// bytes (`shape` elements of `element`), an end's, poison's or sent's is empty.
-/// A message may carry several frames (those waiting when the first was
-/// sent): its attachment is their headers one after another, its payload
-/// their bytes in the same order ([`StreamMsg::decode_all`]). A frame
-/// whose header and bytes do not fit in one message ([`MESSAGE_BYTES`])
-/// crosses in parts: a message of its header alone with its first bytes,
-/// then messages of one part header each ([`StreamMsg::Part`]: the frame's
-/// number and the offset of the bytes it carries), in order, until its
-/// bytes are complete; nothing else of the stream comes in between.
+/// bytes (`shape` elements of `element`), an end's, poison's or sent's is
+/// empty. A message may carry several frames (those waiting when the first
+/// was sent): its attachment is their headers one after another, its
+/// payload their bytes in the same order ([`StreamMsg::decode_all`]). A
+/// frame whose header and bytes do not fit in one message
+/// ([`MESSAGE_BYTES`]) crosses in parts: a message of its header alone with
+/// its first bytes, then messages of one part header each
+/// ([`StreamMsg::Part`]: the frame's number and the offset of the bytes it
+/// carries), in order, until its bytes are complete; nothing else of the
+/// stream comes in between.
 ///
 /// | offset | size | field |
 /// |---|---|---|
